@@ -1,0 +1,63 @@
+"""rag-judge: evaluate retrieval-augmented generation end to end."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from rag_judge.config import BootstrapConfig, ExperimentConfig, load_config  # noqa: E402
+from rag_judge.data import Context, Dataset, Sample, read_jsonl, write_jsonl  # noqa: E402
+from rag_judge.errors import ConfigError, DataError, RagJudgeError  # noqa: E402
+from rag_judge.evaluators import EVALUATORS, Evaluator, EvaluatorResult, RetrievalEvaluator  # noqa: E402
+from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric  # noqa: E402
+from rag_judge.pipeline import Pipeline  # noqa: E402
+from rag_judge.report import MetricSummary, Report, SampleResult, Usage  # noqa: E402
+from rag_judge.trec import (  # noqa: E402
+    Qrels,
+    Run,
+    qrels_from_samples,
+    rankings_for,
+    read_qrels,
+    read_run,
+    run_from_samples,
+    samples_from_trec,
+    write_qrels,
+    write_run,
+)
+
+__all__ = [
+    "EVALUATORS",
+    "BootstrapConfig",
+    "ConfigError",
+    "Context",
+    "DataError",
+    "Dataset",
+    "Evaluator",
+    "EvaluatorResult",
+    "ExperimentConfig",
+    "MetricSpec",
+    "MetricSummary",
+    "Pipeline",
+    "Qrels",
+    "RagJudgeError",
+    "Rankings",
+    "Report",
+    "RetrievalEvaluator",
+    "Run",
+    "Sample",
+    "SampleResult",
+    "Usage",
+    "__version__",
+    "compute",
+    "load_config",
+    "parse_metric",
+    "qrels_from_samples",
+    "rankings_for",
+    "read_jsonl",
+    "read_qrels",
+    "read_run",
+    "run_from_samples",
+    "samples_from_trec",
+    "write_jsonl",
+    "write_qrels",
+    "write_run",
+]

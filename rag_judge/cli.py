@@ -1,0 +1,100 @@
+"""Command line: ``rag-judge run CONFIG`` and ``rag-judge retrieval QRELS RUN -m METRIC``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rag_judge import __version__
+from rag_judge.config import load_config
+from rag_judge.errors import RagJudgeError
+from rag_judge.metrics.retrieval import compute, parse_metric
+from rag_judge.pipeline import Pipeline
+from rag_judge.resources import resolve_config
+from rag_judge.trec import rankings_for, read_qrels, read_run
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag-judge", description="Evaluate RAG pipelines.")
+    parser.add_argument("--version", action="version", version=f"rag-judge {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an experiment config and write its report")
+    run.add_argument("config", help="YAML experiment config (e.g. configs/demo.yaml)")
+    run.add_argument("--dataset", type=Path, help="dataset JSONL, overriding the config's")
+    run.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
+
+    ret = sub.add_parser("retrieval", help="trec_eval-style metrics of a run against qrels")
+    ret.add_argument("qrels", type=Path, help="TREC qrels: qid iter docid grade")
+    ret.add_argument("run", type=Path, help="TREC run: qid Q0 docid rank score tag")
+    ret.add_argument("-m", "--metric", action="append", required=True, dest="metrics",
+                     help="metric name, repeatable: ndcg@10, map, mrr, precision@5, ...")
+    ret.add_argument("--per-query", action="store_true", help="also print per-query values")
+    ret.add_argument("--format", choices=["table", "json"], default="table")
+    ret.add_argument("--threshold", type=float, default=1.0,
+                     help="minimum grade that counts as relevant (default 1)")
+    ret.add_argument("-c", "--zero-missing", action="store_true",
+                     help="count qrels queries missing from the run as zeros (trec_eval -c)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        return _retrieval(args)
+    except RagJudgeError as exc:
+        print(f"rag-judge: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = resolve_config(args.config)
+    overrides = {"dataset": str(args.dataset)} if args.dataset else None
+    config = load_config(path, overrides)
+    report = Pipeline(config).run()
+    out = args.out or config.output_dir or Path("runs") / config.name
+    paths = report.write(out)
+    print(report.summary_table())
+    print(f"\nwrote {paths['json']} and {paths['md']}")
+    return 0
+
+
+def _retrieval(args: argparse.Namespace) -> int:
+    specs = [parse_metric(m) for m in args.metrics]
+    qrels, run = read_qrels(args.qrels), read_run(args.run)
+    qids, rankings = rankings_for(qrels, run, zero_missing=args.zero_missing)
+    if not qids:
+        raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
+    values = compute(rankings, specs, args.threshold)
+    means = {name: float(np.mean(v)) for name, v in values.items()}
+    if args.format == "json":
+        out: dict[str, object] = {"metrics": means}
+        if args.per_query:
+            out["per_query"] = {
+                q: {name: float(v[i]) for name, v in values.items()} for i, q in enumerate(qids)
+            }
+        print(json.dumps(out, indent=2))
+        return 0
+    # trec_eval's layout: measure, query (or "all"), value.
+    width = max(len(s.name) for s in specs)
+    if args.per_query:
+        for i, q in enumerate(qids):
+            for name, v in values.items():
+                print(f"{name:<{width}}\t{q}\t{v[i]:.4f}")
+    print(f"{'num_q':<{width}}\tall\t{len(qids)}")
+    for name, mean in means.items():
+        print(f"{name:<{width}}\tall\t{mean:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

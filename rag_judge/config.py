@@ -1,0 +1,126 @@
+"""ExperimentConfig: one YAML file describing a run, validated at load with file:line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rag_judge.errors import ConfigError, format_loc
+from rag_judge.evaluators import EVALUATORS, AnyEvaluator
+
+__all__ = ["BootstrapConfig", "ExperimentConfig", "load_config"]
+
+
+class BootstrapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resamples: int = Field(default=1000, ge=0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class ExperimentConfig(BaseModel):
+    """A run: which dataset, which evaluators with which options, where the report goes.
+
+    Relative paths are resolved against the config file's folder by :func:`load_config`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "experiment"
+    dataset: Path | None = None
+    output_dir: Path | None = None
+    seed: int = 0
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    evaluators: list[AnyEvaluator] = Field(min_length=1)
+
+    @field_validator("evaluators")
+    @classmethod
+    def _distinct_metrics(cls, evaluators: list[AnyEvaluator]) -> list[AnyEvaluator]:
+        seen: dict[str, int] = {}
+        for i, ev in enumerate(evaluators):
+            for metric in ev.metric_names():
+                if metric in seen:
+                    raise ValueError(
+                        f"metric {metric!r} is produced by evaluators[{seen[metric]}] and "
+                        f"evaluators[{i}]; give one of them a different metric list"
+                    )
+                seen[metric] = i
+        return evaluators
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Load and validate a YAML config. Errors read ``file:line: key.path: message``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config is a YAML mapping of keys to values")
+    data.update(overrides or {})
+    # The dataset is found next to the config; the output goes under the working folder.
+    if isinstance(data.get("dataset"), str) and "dataset" not in (overrides or {}):
+        data["dataset"] = str(path.parent / data["dataset"])
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path, root)) from None
+
+
+def _describe(exc: ValidationError, path: Path, root: yaml.Node | None) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = _drop_union_tags(tuple(err["loc"]))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "union_tag_invalid":
+            msg = f"unknown evaluator type {err['input'].get('type')!r}; valid types: " + ", ".join(
+                EVALUATORS
+            )
+        elif err["type"] == "union_tag_not_found":
+            msg = "each evaluator needs a 'type'; valid types: " + ", ".join(EVALUATORS)
+        elif err["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}"
+        line = _line_of(root, loc)
+        where = f"{path}:{line}" if line else str(path)
+        problems.append(f"{where}: {format_loc(loc)}: {msg}")
+    return "\n".join(problems)
+
+
+def _drop_union_tags(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """pydantic puts the union tag in the path (evaluators.0.retrieval.metrics); drop it."""
+    out: list[int | str] = []
+    for i, part in enumerate(loc):
+        if i > 0 and isinstance(loc[i - 1], int) and part in EVALUATORS and out[:1] == ["evaluators"]:
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the YAML node at ``loc``, or of its nearest existing parent."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if k.value == part), None)
+            if child is None:  # an unknown key: point at the key itself
+                child = next((k for k, _ in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+        if child is None:
+            break
+        node, line = child, child.start_mark.line + 1
+    return line

@@ -1,0 +1,31 @@
+"""Evaluators and the explicit name -> class registry the config and pipeline use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Union
+
+from pydantic import Field
+
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.retrieval import RetrievalEvaluator
+
+__all__ = [
+    "EVALUATORS",
+    "AnyEvaluator",
+    "CorpusStatistic",
+    "Evaluator",
+    "EvaluatorResult",
+    "RetrievalEvaluator",
+]
+
+# The one list of evaluator classes, keyed by the ``type`` a config names them with.
+EVALUATORS: dict[str, type[Evaluator]] = {
+    "retrieval": RetrievalEvaluator,
+}
+
+if TYPE_CHECKING:
+    AnyEvaluator = Evaluator
+else:
+    # A discriminated union on ``type`` built from the registry, so adding an evaluator is one
+    # line above, and an unknown type is reported with the list of legal ones.
+    AnyEvaluator = Annotated[Union[tuple(EVALUATORS.values())], Field(discriminator="type")]  # noqa: UP007

@@ -1,0 +1,94 @@
+"""Pipeline: run the configured evaluators over a dataset and gather one Report."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag_judge.config import ExperimentConfig, load_config
+from rag_judge.data import Dataset, Sample, read_jsonl
+from rag_judge.errors import ConfigError
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult
+from rag_judge.report import Report, SampleResult, summarize
+
+__all__ = ["Pipeline"]
+
+log = logging.getLogger("rag_judge")
+
+
+class Pipeline:
+    """Runs evaluators over samples. Build it from a config, a YAML file, or a list of evaluators.
+
+    >>> from rag_judge import Pipeline, RetrievalEvaluator
+    >>> pipe = Pipeline([RetrievalEvaluator(metrics=["ndcg@10", "mrr"])])
+    """
+
+    def __init__(self, config: ExperimentConfig | Sequence[Evaluator]) -> None:
+        if not isinstance(config, ExperimentConfig):
+            config = ExperimentConfig(evaluators=list(config))
+        self.config = config
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Pipeline:
+        return cls(load_config(path))
+
+    @property
+    def evaluators(self) -> list[Evaluator]:
+        return list(self.config.evaluators)
+
+    def load_dataset(self) -> Dataset:
+        if self.config.dataset is None:
+            raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
+        return read_jsonl(self.config.dataset)
+
+    def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> Report:
+        """Evaluate every sample with every evaluator. Per-sample failures are recorded in the
+        report, never raised; an evaluator that crashes outright fails only its own metrics."""
+        samples = list(self.load_dataset() if dataset is None else dataset)
+        results = [SampleResult(id=s.id) for s in samples]
+        signatures: dict[str, str] = {}
+        columns: dict[str, list[float | None]] = {}
+        corpus = {}
+        for evaluator in self.config.evaluators:
+            out = self._run_one(evaluator, samples)
+            signatures.update(out.signatures)
+            corpus.update(out.corpus)
+            for metric, values in out.scores.items():
+                columns[metric] = values
+                for res, value in zip(results, values):
+                    res.scores[metric] = value
+            for res, errs in zip(results, out.errors):
+                res.errors.update(errs)
+            for res, judged in zip(results, out.judgments):
+                res.judgments.update(judged)
+        boot = self.config.bootstrap
+        ci = f"ci:bootstrap-{boot.resamples}@{boot.confidence:g}|seed:{self.config.seed}"
+        signatures = {metric: f"{sig}|{ci}" for metric, sig in signatures.items()}
+        summary = {
+            metric: summarize(
+                values,
+                resamples=boot.resamples,
+                confidence=boot.confidence,
+                seed=self.config.seed,
+                corpus=corpus.get(metric),
+            )
+            for metric, values in columns.items()
+        }
+        return Report(
+            summary=summary,
+            samples=results,
+            signatures=signatures,
+            config=self.config.model_dump(mode="json"),
+        )
+
+    @staticmethod
+    def _run_one(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:
+        try:
+            return evaluator.evaluate(samples)
+        except Exception as exc:  # one broken evaluator must not lose the others' results
+            log.exception("evaluator %s failed", evaluator.type)
+            result = EvaluatorResult.empty(len(samples), evaluator.metric_names(), {})
+            for i in range(len(samples)):
+                result.fail(i, f"{evaluator.type} evaluator failed: {type(exc).__name__}: {exc}")
+            return result
