@@ -4,14 +4,14 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from rag_judge.config import BootstrapConfig, ExperimentConfig, load_config  # noqa: E402
-from rag_judge.data import Context, Dataset, Sample, read_jsonl, write_jsonl  # noqa: E402
-from rag_judge.errors import ConfigError, DataError, RagJudgeError  # noqa: E402
-from rag_judge.evaluators import EVALUATORS, Evaluator, EvaluatorResult, RetrievalEvaluator  # noqa: E402
-from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric  # noqa: E402
-from rag_judge.pipeline import Pipeline  # noqa: E402
-from rag_judge.report import MetricSummary, Report, SampleResult, Usage  # noqa: E402
-from rag_judge.trec import (  # noqa: E402
+from rag_judge.config import BootstrapConfig, ExperimentConfig, load_config
+from rag_judge.data import Context, Dataset, Sample, read_jsonl, write_jsonl
+from rag_judge.errors import ConfigError, DataError, RagJudgeError
+from rag_judge.evaluators import EVALUATORS, Evaluator, EvaluatorResult, RetrievalEvaluator
+from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
+from rag_judge.pipeline import Pipeline
+from rag_judge.report import MetricSummary, Report, SampleResult, Usage
+from rag_judge.trec import (
     Qrels,
     Run,
     qrels_from_samples,

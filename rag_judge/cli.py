@@ -34,14 +34,28 @@ def _parser() -> argparse.ArgumentParser:
     ret = sub.add_parser("retrieval", help="trec_eval-style metrics of a run against qrels")
     ret.add_argument("qrels", type=Path, help="TREC qrels: qid iter docid grade")
     ret.add_argument("run", type=Path, help="TREC run: qid Q0 docid rank score tag")
-    ret.add_argument("-m", "--metric", action="append", required=True, dest="metrics",
-                     help="metric name, repeatable: ndcg@10, map, mrr, precision@5, ...")
+    ret.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        required=True,
+        dest="metrics",
+        help="metric name, repeatable: ndcg@10, map, mrr, precision@5, ...",
+    )
     ret.add_argument("--per-query", action="store_true", help="also print per-query values")
     ret.add_argument("--format", choices=["table", "json"], default="table")
-    ret.add_argument("--threshold", type=float, default=1.0,
-                     help="minimum grade that counts as relevant (default 1)")
-    ret.add_argument("-c", "--zero-missing", action="store_true",
-                     help="count qrels queries missing from the run as zeros (trec_eval -c)")
+    ret.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        help="minimum grade that counts as relevant (default 1)",
+    )
+    ret.add_argument(
+        "-c",
+        "--zero-missing",
+        action="store_true",
+        help="count qrels queries missing from the run as zeros (trec_eval -c)",
+    )
     return parser
 
 

@@ -101,7 +101,12 @@ def _drop_union_tags(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """pydantic puts the union tag in the path (evaluators.0.retrieval.metrics); drop it."""
     out: list[int | str] = []
     for i, part in enumerate(loc):
-        if i > 0 and isinstance(loc[i - 1], int) and part in EVALUATORS and out[:1] == ["evaluators"]:
+        if (
+            i > 0
+            and isinstance(loc[i - 1], int)
+            and part in EVALUATORS
+            and out[:1] == ["evaluators"]
+        ):
             continue
         out.append(part)
     return tuple(out)
@@ -118,7 +123,9 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
             child = next((v for k, v in node.value if k.value == part), None)
             if child is None:  # an unknown key: point at the key itself
                 child = next((k for k, _ in node.value if k.value == part), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             child = node.value[part]
         if child is None:
             break

@@ -66,7 +66,9 @@ class Sample(BaseModel):
             if ctx.id is None:
                 continue
             if ctx.id in seen:
-                raise ValueError(f"doc id {ctx.id!r} appears twice in the ranking of query {self.id!r}")
+                raise ValueError(
+                    f"doc id {ctx.id!r} appears twice in the ranking of query {self.id!r}"
+                )
             seen.add(ctx.id)
         return self
 
@@ -75,7 +77,9 @@ class Sample(BaseModel):
 
         ``None`` when neither the sample nor any of its contexts carries a judgment.
         """
-        own = {c.id: c.relevance for c in self.contexts if c.id is not None and c.relevance is not None}
+        own = {
+            c.id: c.relevance for c in self.contexts if c.id is not None and c.relevance is not None
+        }
         if self.relevance is None and not own and not self._unnamed_grades():
             return None
         # A context's own grade is the more specific judgment, so it wins over the table.
@@ -153,7 +157,8 @@ def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
             sample = _parse_line(line)
             if sample.id in lines_of:
                 raise DataError(
-                    f"field 'id': sample id {sample.id!r} already used on line {lines_of[sample.id]}"
+                    f"field 'id': sample id {sample.id!r} already used on line "
+                    f"{lines_of[sample.id]}"
                 )
         except DataError as exc:
             message = f"{path}:{lineno}: {exc}"

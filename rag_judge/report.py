@@ -63,8 +63,9 @@ def summarize(
     if corpus is not None:
         rows = corpus.rows[scored]
         point = corpus.score(rows)
-        ci = bootstrap_ci(rows, resamples=resamples, confidence=confidence, seed=seed,
-                          statistic=corpus.score)
+        ci = bootstrap_ci(
+            rows, resamples=resamples, confidence=confidence, seed=seed, statistic=corpus.score
+        )
         aggregate = corpus.description
     else:
         arr = np.array([values[i] for i in scored], dtype=np.float64)
@@ -111,8 +112,14 @@ class Report(BaseModel):
 
     def to_markdown(self) -> str:
         name = self.config.get("name", "rag-judge report")
-        lines = [f"# {name}", "", f"{len(self.samples)} samples · rag-judge {self.rag_judge_version}"
-                 f" · {self.created}", "", self.summary_table(), ""]
+        lines = [
+            f"# {name}",
+            "",
+            f"{len(self.samples)} samples · rag-judge {self.rag_judge_version} · {self.created}",
+            "",
+            self.summary_table(),
+            "",
+        ]
         failed = [(s.id, m, e) for s in self.samples for m, e in s.errors.items()]
         if failed:
             lines += ["## Errors", "", f"{len(failed)} metric values could not be computed:", ""]

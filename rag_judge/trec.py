@@ -21,9 +21,9 @@ __all__ = [
     "Qrels",
     "Run",
     "qrels_from_samples",
+    "rankings_for",
     "read_qrels",
     "read_run",
-    "rankings_for",
     "run_from_samples",
     "samples_from_trec",
     "write_qrels",
@@ -78,6 +78,7 @@ class Run:
     docids: NDArray[np.str_]
     scores: NDArray[np.float64]
     name: str = "rag-judge"
+    empty: tuple[str, ...] = ()  # queries the run answered with no documents at all
 
     @classmethod
     def from_dict(cls, run: dict[str, dict[str, float]], name: str = "rag-judge") -> Run:
@@ -90,17 +91,18 @@ class Run:
             np.array(docids, dtype=np.str_),
             np.array(scores, dtype=np.float64),
             name,
+            tuple(q for q, docs in run.items() if not docs),
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
+        out: dict[str, dict[str, float]] = {q: {} for q in self.empty}
         for q, d, s in zip(self.qids.tolist(), self.docids.tolist(), self.scores.tolist()):
             out.setdefault(q, {})[d] = s
         return out
 
     def ordered(self) -> dict[str, list[tuple[str, float]]]:
         """Each query's documents in trec_eval order."""
-        out: dict[str, list[tuple[str, float]]] = {}
+        out: dict[str, list[tuple[str, float]]] = {q: [] for q in self.empty}
         order = self._order()
         for q, d, s in zip(
             self.qids[order].tolist(), self.docids[order].tolist(), self.scores[order].tolist()
@@ -146,7 +148,9 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         raise DataError(
             f"{path}:{linenos[bad]}: field 'score': {raw_scores[bad]!r} is not a number"
         ) from None
-    run = Run(np.array(qids, dtype=np.str_), np.array(docids, dtype=np.str_), scores, name or tag or "")
+    run = Run(
+        np.array(qids, dtype=np.str_), np.array(docids, dtype=np.str_), scores, name or tag or ""
+    )
     dup = _first_duplicate(run)
     if dup is not None:
         raise DataError(
@@ -185,11 +189,13 @@ def rankings_for(
     """
     order = run._order()
     qids, docids = run.qids[order], run.docids[order]
-    keep = np.isin(qids, np.array(list(qrels), dtype=np.str_))
+    # Like pytrec_eval, a query with no judgments at all is not a judged query.
+    judged_qids = [q for q, docs in qrels.items() if docs]
+    keep = np.isin(qids, np.array(judged_qids, dtype=np.str_))
     qids, docids = qids[keep], docids[keep]
-    evaluated = set(qids.tolist()) if len(qids) else set()
+    evaluated = set(qids.tolist()) | (set(run.empty) & set(judged_qids))
     if zero_missing:
-        evaluated |= set(qrels)
+        evaluated |= set(judged_qids)
     names = sorted(evaluated)
     row_of = {q: i for i, q in enumerate(names)}
 

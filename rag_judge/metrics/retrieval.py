@@ -85,7 +85,8 @@ def parse_metric(name: str) -> MetricSpec:
 
 def valid_metric_names() -> str:
     return ", ".join(
-        {"yes": f"{f}@k", "opt": f"{f}, {f}@k", "no": f}[need] for f, need in METRIC_FAMILIES.items()
+        {"yes": f"{f}@k", "opt": f"{f}, {f}@k", "no": f}[need]
+        for f, need in METRIC_FAMILIES.items()
     )
 
 
@@ -149,13 +150,14 @@ class _Kernel:
     @cached_property
     def n_relevant(self) -> Array:
         with np.errstate(invalid="ignore"):
-            return (self.r.judged >= self.threshold).sum(axis=1).astype(np.float64)
+            counts: Array = (self.r.judged >= self.threshold).sum(axis=1).astype(np.float64)
+        return counts
 
     def hits_at(self, k: int | None) -> Array:
         return self.hits[:, self.cut(k)].astype(np.float64)
 
     def cut(self, k: int | None) -> int:
-        return self.depth if k is None else min(k, self.depth)
+        return int(self.depth) if k is None else min(k, int(self.depth))
 
     def per_relevant(self, numer: Array) -> Array:
         n = self.n_relevant

@@ -1,0 +1,98 @@
+"""The one protocol every judge model sits behind: ``async complete(request) -> Completion``.
+
+A request is plain data, so it can be hashed into a cache key (never including credentials),
+rendered for a dry run, and replayed against any provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["ChatMessage", "Completion", "CompletionRequest", "LLMClient", "LLMError"]
+
+
+class LLMError(Exception):
+    """A call that failed for good (after retries), with a reason safe to put in a report.
+
+    ``retryable`` tells the engine whether another attempt may succeed (429, 5xx, timeouts).
+    ``retry_after`` is the server's Retry-After in seconds, when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """Everything that determines a completion. Two equal requests give one cache entry."""
+
+    messages: tuple[ChatMessage, ...]
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = 512
+    json_schema: dict[str, Any] | None = None  # structured output where the server supports it
+    top_logprobs: int | None = None  # ask for the top-k logprobs of each output token
+    n: int = 1
+    # The label set a scoring client (the local model) reads a distribution over, e.g. "1".."5".
+    score_labels: tuple[str, ...] | None = None
+
+    def fingerprint(self, *, provider: str, model: str, base_url: str | None) -> str:
+        """SHA-256 over provider, model, endpoint and every request field; never a secret."""
+        payload = {"provider": provider, "model": model, "base_url": base_url, **asdict(self)}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Completion:
+    """One model reply. ``choices`` has ``request.n`` texts; ``text`` is the first.
+
+    ``token_logprobs`` holds, per output token of the first choice, a dict of the top
+    alternatives' log-probabilities (when the provider returned them). ``score_probs`` is a
+    distribution over ``request.score_labels`` for clients that score instead of generating.
+    """
+
+    choices: list[str]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_logprobs: list[dict[str, float]] | None = None
+    score_probs: dict[str, float] | None = None
+    cached: bool = False
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.choices[0] if self.choices else ""
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """A judge model; ``provider``, ``model`` and ``base_url`` name it in keys and signatures."""
+
+    provider: str
+    model: str
+    base_url: str | None
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """One attempt. Raise LLMError (retryable or not) on failure; the engine retries."""
+        ...

@@ -1,0 +1,18 @@
+"""Pin the public API: a change here is a deliberate change of the contract."""
+
+import rag_judge
+
+PUBLIC = {
+    "EVALUATORS", "BootstrapConfig", "ConfigError", "Context", "DataError", "Dataset",
+    "Evaluator", "EvaluatorResult", "ExperimentConfig", "MetricSpec", "MetricSummary",
+    "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report", "RetrievalEvaluator", "Run",
+    "Sample", "SampleResult", "Usage", "__version__", "compute", "load_config", "parse_metric",
+    "qrels_from_samples", "rankings_for", "read_jsonl", "read_qrels", "read_run",
+    "run_from_samples", "samples_from_trec", "write_jsonl", "write_qrels", "write_run",
+}  # fmt: skip
+
+
+def test_all_is_pinned() -> None:
+    assert set(rag_judge.__all__) == PUBLIC
+    for name in rag_judge.__all__:
+        assert hasattr(rag_judge, name), name
