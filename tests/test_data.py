@@ -113,7 +113,7 @@ def test_context_grade_wins_over_the_table() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("q1 0 d1\n", "4 columns"),
+        ("q1 0 d1\n", "has 4 columns, found 3"),
         ("q1 0 d1 high\n", "field 'grade': 'high' is not an integer"),
         ("q1 0 d1 1\nq1 0 d1 2\n", ":2: query 'q1' judges doc 'd1' twice"),
     ],
@@ -129,7 +129,13 @@ def test_bad_qrels(tmp_path: Path, text: str, needle: str) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("q1 Q0 d1 1 0.5\n", "6 columns"),
+        ("q1 Q0 d1 1 0.5\n", "has 6 columns, found 5"),
+        (
+            "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4\nq1 Q0 d3 3 0.3 t x\n",
+            ":2: a run .* line has 6 columns, found 5",
+        ),
+        ("qé Q0 d1 1 0.5 t\n\nqé Q0 dé 1 0.5\n", ":3: a run .* line has 6 columns, found 5"),
+        ("q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 1 x t\n", ":3: field 'score': 'x' is not a number"),
         ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 abc t\n", ":2: field 'score': 'abc' is not a number"),
         (
             "q1 Q0 d1 1 0.5 t\nq2 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n",

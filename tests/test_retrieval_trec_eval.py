@@ -136,3 +136,22 @@ def test_batch_padding_does_not_change_a_query() -> None:
     padded = Rankings.from_lists([[1, 0, 2], list(range(50))], [[1, 2, 3], [1] * 60])
     for metric in ["ndcg", "map", "mrr", "r_precision", "precision@10"]:
         assert compute(one, [metric])[metric][0] == compute(padded, [metric])[metric][0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_order_matches_a_plain_sort(seed: int) -> None:
+    """Grouped, shuffled, tied: the vectorised order equals sorting each query in Python."""
+    rng = np.random.default_rng(seed)
+    entries = [
+        (f"q{rng.integers(0, 5)}", f"d{i}", float(rng.choice([0.5, 0.25, 1.0, rng.random()])))
+        for i in rng.permutation(200)
+    ]
+    if seed % 2:  # grouped by query, as files usually are
+        entries.sort(key=lambda e: e[0])
+    run = Run.from_columns(*zip(*entries))
+    want: dict[str, list[tuple[str, float]]] = {}
+    for q, d, s in entries:
+        want.setdefault(q, []).append((d, s))
+    for q, docs in want.items():
+        docs.sort(key=lambda ds: (np.float32(ds[1]), ds[0]), reverse=True)
+        assert run.ordered()[q] == docs

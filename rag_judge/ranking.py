@@ -1,0 +1,179 @@
+"""Runs held column-wise with integer codes, trec_eval's ordering, and the join with qrels.
+
+Everything per entry is a numpy operation, so ordering and joining a million run lines costs a
+few array passes instead of a Python step per line. Only tied or out-of-order queries are
+re-sorted, and doc ids are compared as strings only where scores tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.metrics.retrieval import Rankings
+
+__all__ = ["Qrels", "Run", "rankings_for"]
+
+Qrels = dict[str, dict[str, int]]
+"""query id -> doc id -> grade, as pytrec_eval takes it."""
+
+
+def _codes(values: Sequence[str]) -> tuple[dict[str, int], NDArray[np.int64]]:
+    """Factorise strings into first-appearance codes."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return index, np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A retrieval run: entry ``i`` is doc ``doc_ids[d[i]]`` retrieved for ``query_ids[q[i]]``."""
+
+    query_ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    q: NDArray[np.int64]
+    d: NDArray[np.int64]
+    scores: NDArray[np.float64]
+    name: str = "rag-judge"
+    empty: tuple[str, ...] = ()  # queries the run answered with no documents at all
+    doc_index: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_columns(
+        cls,
+        qids: Sequence[str],
+        docids: Sequence[str],
+        scores: Iterable[float],
+        name: str = "rag-judge",
+        empty: tuple[str, ...] = (),
+    ) -> Run:
+        qindex, q = _codes(qids)
+        dindex, d = _codes(docids)
+        values = np.asarray(scores if isinstance(scores, np.ndarray) else list(scores), np.float64)
+        return cls(tuple(qindex), tuple(dindex), q, d, values, name, empty, dindex)
+
+    @classmethod
+    def from_dict(cls, run: dict[str, dict[str, float]], name: str = "rag-judge") -> Run:
+        """From pytrec_eval's layout: query id -> doc id -> score."""
+        return cls.from_columns(
+            [q for q, docs in run.items() for _ in docs],
+            [d for docs in run.values() for d in docs],
+            [s for docs in run.values() for s in docs.values()],
+            name,
+            tuple(q for q, docs in run.items() if not docs),
+        )
+
+    def first_duplicate(self) -> int | None:
+        """Index of the later entry of the first repeated (query, doc) pair, or None."""
+        key = self.q * (len(self.doc_ids) + 1) + self.d
+        order = np.argsort(key, kind="stable")
+        same = np.flatnonzero(key[order][1:] == key[order][:-1])
+        return int(order[same + 1].min()) if len(same) else None
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {q: {} for q in self.empty}
+        for q, d, s in zip(self.q.tolist(), self.d.tolist(), self.scores.tolist()):
+            out.setdefault(self.query_ids[q], {})[self.doc_ids[d]] = s
+        return out
+
+    def ordered(self) -> dict[str, list[tuple[str, float]]]:
+        """Each query's documents in trec_eval order."""
+        out: dict[str, list[tuple[str, float]]] = {q: [] for q in self.empty}
+        o = self.order()
+        for q, d, s in zip(self.q[o].tolist(), self.d[o].tolist(), self.scores[o].tolist()):
+            out.setdefault(self.query_ids[q], []).append((self.doc_ids[d], s))
+        return out
+
+    def order(self) -> NDArray[np.intp]:
+        """Entries grouped by query, each query in trec_eval order: the score as float32
+        descending, ties broken by doc id descending (strcmp; numpy compares str by code
+        point, which is UTF-8 byte order).
+
+        Run files usually arrive grouped and score-sorted, so each step first checks whether
+        it has anything to do, and doc ids are compared only inside groups of tied scores.
+        """
+        order = np.arange(len(self.q))
+        if np.any(self.q[1:] < self.q[:-1]):
+            order = np.argsort(self.q, kind="stable")
+        q, s32 = self.q[order], self.scores[order].astype(np.float32)
+        same_q = q[1:] == q[:-1]
+        if np.any(same_q & (s32[1:] > s32[:-1])):
+            order = order[np.lexsort((-s32, q))]  # stable: ties keep file order for now
+            s32 = self.scores[order].astype(np.float32)
+        tie = same_q & (s32[1:] == s32[:-1])
+        if not tie.any():
+            return order
+        member = np.r_[tie, False] | np.r_[False, tie]  # entries inside a group of ties
+        group = np.cumsum(np.r_[True, ~tie])[member]  # id of the tie group of each member
+        docs = np.asarray(self.doc_ids, dtype=np.str_)[self.d[order[member]]]
+        _, rank = np.unique(docs, return_inverse=True)
+        order[member] = order[member][np.lexsort((-rank.ravel(), group))]
+        return order
+
+
+def rankings_for(
+    qrels: Qrels, run: Run, *, zero_missing: bool = False
+) -> tuple[list[str], Rankings]:
+    """The queries trec_eval would evaluate, sorted by id, with their graded rankings.
+
+    Evaluated queries are those with judgments that the run answers; with ``zero_missing``
+    (trec_eval ``-c``) judged queries absent from the run are added with an empty ranking.
+    """
+    judged = [qid for qid, docs in qrels.items() if docs]  # pytrec_eval ignores empty ones
+    answered = set(run.query_ids) | set(run.empty)
+    names = sorted(set(judged) if zero_missing else answered.intersection(judged))
+    row_of_name = {name: i for i, name in enumerate(names)}
+
+    # Every judgment of the evaluated queries, flattened: its row, doc code in the run, grade.
+    sizes = np.fromiter(map(len, map(qrels.__getitem__, names)), np.int64, len(names))
+    total = int(sizes.sum())
+    j_rows = np.repeat(np.arange(len(names)), sizes)
+    j_docs = np.fromiter(
+        map(run.doc_index.get, chain.from_iterable(map(qrels.__getitem__, names)), repeat(-1)),
+        np.int64,
+        total,
+    )
+    j_grades = np.fromiter(chain.from_iterable(qrels[n].values() for n in names), np.float64, total)
+    judged_m = np.full((len(names), int(sizes.max(initial=0))), np.nan)
+    judged_m[j_rows, _positions(sizes)] = j_grades
+
+    # Every run entry of the evaluated queries, in trec_eval order, with its grade.
+    row_of_code = np.array([row_of_name.get(qid, -1) for qid in run.query_ids], dtype=np.int64)
+    order = run.order()
+    rows, d = row_of_code[run.q[order]], run.d[order]
+    keep = rows >= 0
+    rows, d = rows[keep], d[keep]
+    width = len(run.doc_ids) + 1  # doc code -1 (judged, never retrieved) cannot collide
+    grades = _lookup(j_rows * width + j_docs, j_grades, rows * width + d)
+
+    counts = np.bincount(rows, minlength=len(names))
+    starts = np.zeros(len(names), dtype=np.int64)
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+    starts[rows[first]] = first
+    ranked = np.full((len(names), int(counts.max(initial=0))), np.nan)
+    ranked[rows, np.arange(len(rows)) - starts[rows]] = grades
+    return names, Rankings(ranked, judged_m)
+
+
+def _positions(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """0..size-1 for each group, concatenated."""
+    ends = np.cumsum(sizes)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - sizes, sizes)
+
+
+def _lookup(
+    keys: NDArray[np.int64], values: NDArray[np.float64], want: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """values[keys == w] for each w in ``want``, 0 where absent (unjudged)."""
+    if not len(keys):
+        return np.zeros(len(want))
+    sort = np.argsort(keys)
+    keys, values = keys[sort], values[sort]
+    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    return np.where(keys[at] == want, values[at], 0.0)
