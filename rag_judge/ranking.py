@@ -22,10 +22,11 @@ Qrels = dict[str, dict[str, int]]
 """query id -> doc id -> grade, as pytrec_eval takes it."""
 
 
-def _codes(values: Sequence[str]) -> tuple[dict[str, int], NDArray[np.int64]]:
-    """Factorise strings into first-appearance codes."""
-    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
-    return index, np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+def encode(values: Sequence[str], index: dict[str, int]) -> NDArray[np.int64]:
+    """Codes of ``values`` in first-appearance order, extending ``index`` with new ones."""
+    for value in dict.fromkeys(values):
+        index.setdefault(value, len(index))
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,8 +51,9 @@ class Run:
         name: str = "rag-judge",
         empty: tuple[str, ...] = (),
     ) -> Run:
-        qindex, q = _codes(qids)
-        dindex, d = _codes(docids)
+        qindex: dict[str, int] = {}
+        dindex: dict[str, int] = {}
+        q, d = encode(qids, qindex), encode(docids, dindex)
         values = np.asarray(scores if isinstance(scores, np.ndarray) else list(scores), np.float64)
         return cls(tuple(qindex), tuple(dindex), q, d, values, name, empty, dindex)
 
@@ -150,7 +152,7 @@ def rankings_for(
     keep = rows >= 0
     rows, d = rows[keep], d[keep]
     width = len(run.doc_ids) + 1  # doc code -1 (judged, never retrieved) cannot collide
-    grades = _lookup(j_rows * width + j_docs, j_grades, rows * width + d)
+    grades = _lookup(j_rows * width + j_docs, j_grades, rows * width + d, len(names) * width)
 
     counts = np.bincount(rows, minlength=len(names))
     starts = np.zeros(len(names), dtype=np.int64)
@@ -167,12 +169,24 @@ def _positions(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
     return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - sizes, sizes)
 
 
+_DENSE_LIMIT = 1 << 26  # key-space size up to which a byte-per-key table (64 MiB) is used
+
+
 def _lookup(
-    keys: NDArray[np.int64], values: NDArray[np.float64], want: NDArray[np.int64]
+    keys: NDArray[np.int64], values: NDArray[np.float64], want: NDArray[np.int64], space: int
 ) -> NDArray[np.float64]:
-    """values[keys == w] for each w in ``want``, 0 where absent (unjudged)."""
+    """values[keys == w] for each w in ``want``, 0 where absent (unjudged); keys < ``space``.
+
+    Small integer grades in a small key space go through a dense int8 table (one memory access
+    per lookup); anything else through a binary search of the sorted keys.
+    """
     if not len(keys):
         return np.zeros(len(want))
+    fits = np.all((values >= -128) & (values <= 127) & (values == np.round(values)))
+    if space <= _DENSE_LIMIT and fits:
+        table = np.zeros(space + 1, dtype=np.int8)  # key -1 (never retrieved) lands at the end
+        table[keys] = values
+        return table[want].astype(np.float64)
     sort = np.argsort(keys)
     keys, values = keys[sort], values[sort]
     at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)

@@ -10,12 +10,13 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
 from rag_judge.data import Context, Sample
 from rag_judge.errors import DataError
-from rag_judge.ranking import Qrels, Run, rankings_for
+from rag_judge.ranking import Qrels, Run, encode, rankings_for
 
 __all__ = [
     "Qrels",
@@ -124,31 +125,67 @@ def read_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
+_CHUNK = 1 << 22  # characters of a run file handled at once: bounds the peak of live strings
+
+
 def read_run(path: str | Path, name: str | None = None) -> Run:
-    """Read ``qid Q0 docid rank score tag`` lines. The rank column is ignored, as trec_eval does."""
+    """Read ``qid Q0 docid rank score tag`` lines. The rank column is ignored, as trec_eval does.
+
+    The file is handled in slices of whole lines, so at most one slice's fields are alive as
+    Python strings at a time; ids become integer codes as they are read.
+    """
     path = Path(path)
     text = _read_text(path)
+    qindex: dict[str, int] = {}
+    dindex: dict[str, int] = {}
+    q, d, scores = [], [], []
+    tag = ""
     with _no_gc():
-        tokens = _tokens(path, text, 6, "run (qid Q0 docid rank score tag)")
-        if not tokens:
-            raise DataError(f"{path}: contains no results")
-        qids, docids, raw = tokens[0::6], tokens[2::6], tokens[4::6]
-        try:
-            scores = np.array(raw, dtype=np.float64)
-        except ValueError:
-            entry = next(i for i, s in enumerate(raw) if not _is_float(s))
-            raise DataError(
-                f"{path}:{_line_of_entry(text, entry)}: field 'score': {raw[entry]!r} "
-                "is not a number"
-            ) from None
-        run = Run.from_columns(qids, docids, scores, name or tokens[5])
+        for chunk in _line_slices(text, _CHUNK):
+            try:
+                tokens = _tokens(path, chunk, 6, "run (qid Q0 docid rank score tag)")
+                raw = tokens[4::6]
+                values = np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))
+            except (DataError, ValueError):
+                _raise_first_bad_run_line(path, text)
+            tag = tag or (tokens[5] if tokens else "")
+            q.append(encode(tokens[0::6], qindex))
+            d.append(encode(tokens[2::6], dindex))
+            scores.append(values)
+    if not qindex:
+        raise DataError(f"{path}: contains no results")
+    run = Run(tuple(qindex), tuple(dindex), np.concatenate(q), np.concatenate(d),
+              np.concatenate(scores), name or tag, (), dindex)  # fmt: skip
     dup = run.first_duplicate()
     if dup is not None:
         raise DataError(
-            f"{path}:{_line_of_entry(text, dup)}: query {qids[dup]!r} retrieves doc "
-            f"{docids[dup]!r} twice"
+            f"{path}:{_line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} retrieves "
+            f"doc {run.doc_ids[run.d[dup]]!r} twice"
         )
     return run
+
+
+def _line_slices(text: str, size: int) -> Iterator[str]:
+    """Consecutive slices of ``text`` of about ``size`` characters, each ending at a newline."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", min(start + size, len(text)))
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _raise_first_bad_run_line(path: Path, text: str) -> NoReturn:
+    """The slow path: find the first line with a wrong field count or score, with its number."""
+    for lineno, parts in _numbered(text):
+        if len(parts) != 6:
+            raise DataError(
+                f"{path}:{lineno}: a run (qid Q0 docid rank score tag) line has 6 columns, "
+                f"found {len(parts)}"
+            )
+        if not _is_float(parts[4]):
+            raise DataError(f"{path}:{lineno}: field 'score': {parts[4]!r} is not a number")
+    raise AssertionError("unreachable: both paths parse fields the same way")
 
 
 def _is_int(text: str) -> bool:
