@@ -72,6 +72,13 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     # The dataset is found next to the config; the output goes under the working folder.
     if isinstance(data.get("dataset"), str) and "dataset" not in (overrides or {}):
         data["dataset"] = str(path.parent / data["dataset"])
+    if isinstance(data.get("evaluators"), list):
+        data["evaluators"] = [
+            EVALUATORS[ev["type"]].resolve_paths(dict(ev), path.parent)
+            if isinstance(ev, dict) and ev.get("type") in EVALUATORS
+            else ev
+            for ev in data["evaluators"]
+        ]
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as exc:

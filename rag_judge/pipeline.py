@@ -10,7 +10,7 @@ from rag_judge.config import ExperimentConfig, load_config
 from rag_judge.data import Dataset, Sample, read_jsonl
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.report import Report, SampleResult, summarize
+from rag_judge.report import Report, SampleResult, Usage, summarize
 
 __all__ = ["Pipeline"]
 
@@ -50,8 +50,10 @@ class Pipeline:
         signatures: dict[str, str] = {}
         columns: dict[str, list[float | None]] = {}
         corpus = {}
+        usage = Usage()
         for evaluator in self.config.evaluators:
             out = self._run_one(evaluator, samples)
+            usage = usage.add(out.usage)
             signatures.update(out.signatures)
             corpus.update(out.corpus)
             for metric, values in out.scores.items():
@@ -79,6 +81,7 @@ class Pipeline:
             summary=summary,
             samples=results,
             signatures=signatures,
+            usage=usage,
             config=self.config.model_dump(mode="json"),
         )
 

@@ -38,12 +38,24 @@ class SampleResult(BaseModel):
 
 
 class Usage(BaseModel):
+    """Model calls of a run; ``cost`` stays None unless prices were configured."""
+
     requests: int = 0
     cache_hits: int = 0
     retries: int = 0
+    failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+
+    def add(self, other: dict[str, float | None]) -> Usage:
+        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
+        data = self.model_dump()
+        for key, value in other.items():
+            if key not in data or value is None:
+                continue
+            data[key] = value if data[key] is None else data[key] + value
+        return Usage.model_validate(data)
 
 
 def summarize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,9 @@ class EvaluatorResult:
     signatures: dict[str, str]
     corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     judgments: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+    # Model-call accounting (requests, cache_hits, retries, failures, tokens, cost), summed
+    # over evaluators into the report's usage.
+    usage: dict[str, float | None] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, n: int, metrics: Sequence[str], signatures: dict[str, str]) -> EvaluatorResult:
@@ -65,6 +69,14 @@ class Evaluator(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: str
+
+    @classmethod
+    def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
+        """Make the file paths in a raw config mapping relative to the config's folder.
+
+        Evaluators with file options (templates, rubric files) override this.
+        """
+        return raw
 
     def metric_names(self) -> list[str]:
         raise NotImplementedError
