@@ -7,7 +7,14 @@ __version__ = "0.1.0"
 from rag_judge.config import BootstrapConfig, ExperimentConfig, load_config
 from rag_judge.data import Context, Dataset, Sample, read_jsonl, write_jsonl
 from rag_judge.errors import ConfigError, DataError, RagJudgeError
-from rag_judge.evaluators import EVALUATORS, Evaluator, EvaluatorResult, RetrievalEvaluator
+from rag_judge.evaluators import (
+    EVALUATORS,
+    BleuEvaluator,
+    Evaluator,
+    EvaluatorResult,
+    RetrievalEvaluator,
+    RougeEvaluator,
+)
 from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
 from rag_judge.pipeline import Pipeline
 from rag_judge.report import MetricSummary, Report, SampleResult, Usage
@@ -26,6 +33,7 @@ from rag_judge.trec import (
 
 __all__ = [
     "EVALUATORS",
+    "BleuEvaluator",
     "BootstrapConfig",
     "ConfigError",
     "Context",
@@ -42,6 +50,7 @@ __all__ = [
     "Rankings",
     "Report",
     "RetrievalEvaluator",
+    "RougeEvaluator",
     "Run",
     "Sample",
     "SampleResult",

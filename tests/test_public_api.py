@@ -3,12 +3,13 @@
 import rag_judge
 
 PUBLIC = {
-    "EVALUATORS", "BootstrapConfig", "ConfigError", "Context", "DataError", "Dataset",
-    "Evaluator", "EvaluatorResult", "ExperimentConfig", "MetricSpec", "MetricSummary",
-    "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report", "RetrievalEvaluator", "Run",
-    "Sample", "SampleResult", "Usage", "__version__", "compute", "load_config", "parse_metric",
-    "qrels_from_samples", "rankings_for", "read_jsonl", "read_qrels", "read_run",
-    "run_from_samples", "samples_from_trec", "write_jsonl", "write_qrels", "write_run",
+    "EVALUATORS", "BleuEvaluator", "BootstrapConfig", "ConfigError", "Context", "DataError",
+    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "MetricSpec",
+    "MetricSummary", "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report",
+    "RetrievalEvaluator", "RougeEvaluator", "Run", "Sample", "SampleResult", "Usage",
+    "__version__", "compute", "load_config", "parse_metric", "qrels_from_samples",
+    "rankings_for", "read_jsonl", "read_qrels", "read_run", "run_from_samples",
+    "samples_from_trec", "write_jsonl", "write_qrels", "write_run",
 }  # fmt: skip
 
 

@@ -7,20 +7,25 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import Field
 
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 
 __all__ = [
     "EVALUATORS",
     "AnyEvaluator",
+    "BleuEvaluator",
     "CorpusStatistic",
     "Evaluator",
     "EvaluatorResult",
     "RetrievalEvaluator",
+    "RougeEvaluator",
 ]
 
 # The one list of evaluator classes, keyed by the ``type`` a config names them with.
 EVALUATORS: dict[str, type[Evaluator]] = {
     "retrieval": RetrievalEvaluator,
+    "rouge": RougeEvaluator,
+    "bleu": BleuEvaluator,
 }
 
 if TYPE_CHECKING:

@@ -1,0 +1,187 @@
+"""ROUGE and BLEU of each sample's ``answer`` against its ``references``."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from rag_judge import __version__
+from rag_judge.data import Sample
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.metrics.lexical import (
+    ROUGE_MEASURES,
+    ROUGE_TOKENIZERS,
+    ROUGE_TYPES,
+    SMOOTH_METHODS,
+    bleu_statistics,
+    check_bleu_tokenizer,
+    corpus_bleu_from_rows,
+    rouge_scores,
+)
+
+__all__ = ["BleuEvaluator", "RougeEvaluator"]
+
+BLEU_AGGREGATE = "corpus BLEU (per-sample: sentence BLEU)"
+
+
+def _pick(kind: str, values: tuple[str, ...], legal: tuple[str, ...]) -> tuple[str, ...]:
+    """Validate a non-empty, duplicate-free selection; the error names the value and the set."""
+    for value in values:
+        if value not in legal:
+            raise ValueError(f"unknown {kind} {value!r}; choose from: {', '.join(legal)}")
+    dup = sorted({v for v in values if values.count(v) > 1})
+    if dup:
+        raise ValueError(f"{kind} listed twice: {', '.join(dup)}")
+    return values
+
+
+def _usable(samples: Sequence[Sample], result: EvaluatorResult) -> list[int]:
+    """Indices of samples with an answer and a reference; the others get a per-sample error.
+
+    An empty or blank answer is a valid input that the libraries score (as 0)."""
+    usable = []
+    for i, sample in enumerate(samples):
+        missing = []
+        if sample.answer is None:
+            missing.append("field 'answer' is missing")
+        if not sample.references:
+            missing.append("field 'references' is missing or empty")
+        if missing:
+            result.fail(i, "; ".join(missing))
+        else:
+            usable.append(i)
+    return usable
+
+
+class RougeEvaluator(Evaluator):
+    """ROUGE-1/2/L/Lsum precision, recall and F1 through rouge-score.
+
+    Metric names are ``{type}_{measure}``, e.g. ``rougeL_f1``. With several references a sample
+    scores against the one with the best F, per type (rouge-score's ``score_multi``).
+    ``tokenizer: unicode`` keeps non-ASCII letters that rouge-score's default deletes.
+    """
+
+    type: Literal["rouge"] = "rouge"
+    rouge_types: tuple[str, ...] = Field(default=ROUGE_TYPES, min_length=1)
+    measures: tuple[str, ...] = Field(default=ROUGE_MEASURES, min_length=1)
+    use_stemmer: bool = False
+    tokenizer: str = "default"
+
+    @field_validator("rouge_types")
+    @classmethod
+    def _known_types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _pick("ROUGE type", value, ROUGE_TYPES)
+
+    @field_validator("measures")
+    @classmethod
+    def _known_measures(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _pick("ROUGE measure", value, ROUGE_MEASURES)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _known_tokenizer(cls, value: str) -> str:
+        return _pick("ROUGE tokenizer", (value,), ROUGE_TOKENIZERS)[0]
+
+    def metric_names(self) -> list[str]:
+        return [f"{t}_{m}" for t in self.rouge_types for m in self.measures]
+
+    def signature(self, rouge_type: str) -> str:
+        parts = [
+            f"tok:{self.tokenizer}",
+            f"stem:{'yes' if self.use_stemmer else 'no'}",
+            "refs:best-f",
+        ]
+        if rouge_type == "rougeLsum":
+            parts.append("split:newline")
+        lib = importlib.metadata.version("rouge-score")
+        return "|".join([rouge_type, *parts, f"rouge_score:{lib}", f"version:{__version__}"])
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        names = self.metric_names()
+        signatures = {
+            f"{t}_{m}": self.signature(t) for t in self.rouge_types for m in self.measures
+        }
+        result = EvaluatorResult.empty(len(samples), names, signatures)
+        usable = _usable(samples, result)
+        if not usable:
+            return result
+        scores = rouge_scores(
+            [samples[i].answer or "" for i in usable],
+            [samples[i].references for i in usable],
+            rouge_types=self.rouge_types,
+            use_stemmer=self.use_stemmer,
+            tokenizer=self.tokenizer,
+        )
+        for name in names:
+            column = result.scores[name]
+            for i, value in zip(usable, scores[name].tolist(), strict=True):
+                column[i] = value
+        return result
+
+
+class BleuEvaluator(Evaluator):
+    """BLEU through sacrebleu: per sample smoothed sentence BLEU, in the summary corpus BLEU.
+
+    Both come from one pass of sacrebleu's sufficient statistics; the report's bootstrap
+    interval for ``bleu`` resamples those per-sample statistics, not the text. Scores are on
+    [0, 1] (sacrebleu's divided by 100).
+    """
+
+    type: Literal["bleu"] = "bleu"
+    tokenizer: str = "13a"
+    lowercase: bool = False
+    smooth_method: str = "exp"
+    smooth_value: float | None = Field(default=None, gt=0)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _known_tokenizer(cls, value: str) -> str:
+        return check_bleu_tokenizer(value)
+
+    @field_validator("smooth_method")
+    @classmethod
+    def _known_smoothing(cls, value: str) -> str:
+        return _pick("smooth_method", (value,), SMOOTH_METHODS)[0]
+
+    @model_validator(mode="after")
+    def _value_needs_method(self) -> BleuEvaluator:
+        # sacrebleu ignores the value for 'exp' and 'none'; silently ignoring config misleads.
+        if self.smooth_value is not None and self.smooth_method not in {"floor", "add-k"}:
+            raise ValueError(
+                f"smooth_value applies only to smooth_method 'floor' or 'add-k', "
+                f"not {self.smooth_method!r}"
+            )
+        return self
+
+    def metric_names(self) -> list[str]:
+        return ["bleu"]
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        result = EvaluatorResult.empty(len(samples), ["bleu"], {})
+        usable = _usable(samples, result)
+        stats = bleu_statistics(
+            [samples[i].answer or "" for i in usable],
+            [samples[i].references for i in usable],
+            tokenizer=self.tokenizer,
+            lowercase=self.lowercase,
+            smooth_method=self.smooth_method,
+            smooth_value=self.smooth_value,
+        )
+        result.signatures["bleu"] = (
+            f"bleu|corpus:[{stats.corpus_signature}]|sentence:[{stats.sentence_signature}]"
+            f"|version:{__version__}"
+        )
+        column = result.scores["bleu"]
+        for i, value in zip(usable, stats.sentence.tolist(), strict=True):
+            column[i] = value
+        # The report indexes rows by sample, so failed samples get zero rows it never reads.
+        full = np.zeros((len(samples), stats.rows.shape[1]), dtype=np.float64)
+        full[usable] = stats.rows
+        result.corpus["bleu"] = CorpusStatistic(
+            rows=full, score=corpus_bleu_from_rows, description=BLEU_AGGREGATE
+        )
+        return result
