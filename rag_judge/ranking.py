@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from operator import ne
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +28,17 @@ def encode(values: Sequence[str], index: dict[str, int]) -> NDArray[np.int64]:
     for value in dict.fromkeys(values):
         index.setdefault(value, len(index))
     return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def encode_runs(values: Sequence[str], index: dict[str, int]) -> NDArray[np.int64]:
+    """:func:`encode` for columns made of long runs of one value (a run file's query ids):
+    one string comparison per entry and one dict lookup per run, instead of a hash each."""
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    change = np.fromiter(map(ne, values[1:], values[:-1]), dtype=bool, count=len(values) - 1)
+    starts = np.flatnonzero(np.r_[True, change])
+    heads = encode([values[i] for i in starts.tolist()], index)
+    return np.repeat(heads, np.diff(np.r_[starts, len(values)]))
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,7 @@ import numpy as np
 
 from rag_judge.data import Context, Sample
 from rag_judge.errors import DataError
-from rag_judge.ranking import Qrels, Run, encode, rankings_for
+from rag_judge.ranking import Qrels, Run, encode, encode_runs, rankings_for
 
 __all__ = [
     "Qrels",
@@ -70,9 +70,22 @@ def _tokens(path: Path, text: str, width: int, layout: str) -> list[str]:
     return tokens
 
 
+# Bytes str.split() treats as whitespace, and the other bytes a plain ASCII file may hold.
+_ASCII_SPACE = bytes([9, 10, 11, 12, 13, 28, 29, 30, 31, 32])
+_ASCII_PLAIN = _ASCII_SPACE + bytes(range(33, 128))
+
+
 def _fields_per_line_ok(text: str, width: int) -> bool:
-    buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    space = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))
+    """Does every non-blank line hold exactly ``width`` fields? One numpy pass over the bytes.
+
+    Only for text of plain ASCII (no other control bytes), where "byte <= 32" is exactly the
+    set of separators str.split() uses; anything else returns False for the exact slow path.
+    """
+    data = text.encode("ascii")
+    if data.translate(None, _ASCII_PLAIN):
+        return False
+    buf = np.frombuffer(data, dtype=np.uint8)
+    space = buf <= 32
     starts = ~space
     starts[1:] &= space[:-1]
     token_at = np.flatnonzero(starts)
@@ -149,7 +162,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
             except (DataError, ValueError):
                 _raise_first_bad_run_line(path, text)
             tag = tag or (tokens[5] if tokens else "")
-            q.append(encode(tokens[0::6], qindex))
+            q.append(encode_runs(tokens[0::6], qindex))
             d.append(encode(tokens[2::6], dindex))
             scores.append(values)
     if not qindex:
