@@ -12,6 +12,7 @@ from rag_judge.evaluators import (
     BleuEvaluator,
     Evaluator,
     EvaluatorResult,
+    JudgeEvaluator,
     RetrievalEvaluator,
     RougeEvaluator,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "Evaluator",
     "EvaluatorResult",
     "ExperimentConfig",
+    "JudgeEvaluator",
     "MetricSpec",
     "MetricSummary",
     "Pipeline",

@@ -74,6 +74,7 @@ class Pipeline:
                 confidence=boot.confidence,
                 seed=self.config.seed,
                 corpus=corpus.get(metric),
+                reasons=[res.errors.get(metric) for res in results],
             )
             for metric, values in columns.items()
         }

@@ -27,6 +27,7 @@ class MetricSummary(BaseModel):
     ci_high: float | None = None
     n: int
     errors: int = 0
+    unscored: int = 0  # of the errors, judge replies that could not be read as a 1-5 verdict
     aggregate: str = "mean"
 
 
@@ -65,12 +66,17 @@ def summarize(
     confidence: float,
     seed: int,
     corpus: CorpusStatistic | None = None,
+    reasons: list[str | None] | None = None,
 ) -> MetricSummary:
-    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval."""
+    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval.
+
+    ``reasons`` are the per-sample error messages; those starting "unscored" are counted apart.
+    """
     scored = [i for i, v in enumerate(values) if v is not None]
     errors = len(values) - len(scored)
+    unscored = sum(1 for r in reasons or [] if r is not None and r.startswith("unscored"))
     if not scored:
-        return MetricSummary(mean=None, n=0, errors=errors)
+        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored)
     ci: tuple[float, float] | tuple[None, None]
     if corpus is not None:
         rows = corpus.rows[scored]
@@ -85,8 +91,9 @@ def summarize(
         ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
         aggregate = "mean"
     return MetricSummary(
-        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors, aggregate=aggregate
-    )
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors,
+        unscored=unscored, aggregate=aggregate,
+    )  # fmt: skip
 
 
 class Report(BaseModel):
@@ -145,12 +152,14 @@ class Report(BaseModel):
 
     def summary_table(self) -> str:
         conf = self.config.get("bootstrap", {}).get("confidence", 0.95)
-        head = f"| metric | mean | {conf:.0%} CI | n | errors | aggregate |"
-        rows = [head, "|---|---:|---:|---:|---:|---|"]
+        head = f"| metric | mean | {conf:.0%} CI | n | errors | unscored | aggregate |"
+        rows = [head, "|---|---:|---:|---:|---:|---:|---|"]
         for metric, s in self.summary.items():
             ci = f"[{s.ci_low:.4f}, {s.ci_high:.4f}]" if s.ci_low is not None else "–"
             mean = f"{s.mean:.4f}" if s.mean is not None else "–"
-            rows.append(f"| {metric} | {mean} | {ci} | {s.n} | {s.errors} | {s.aggregate} |")
+            rows.append(
+                f"| {metric} | {mean} | {ci} | {s.n} | {s.errors} | {s.unscored} | {s.aggregate} |"
+            )
         return "\n".join(rows)
 
 

@@ -4,7 +4,7 @@ import rag_judge
 
 PUBLIC = {
     "EVALUATORS", "BleuEvaluator", "BootstrapConfig", "ConfigError", "Context", "DataError",
-    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "MetricSpec",
+    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "JudgeEvaluator", "MetricSpec",
     "MetricSummary", "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report",
     "RetrievalEvaluator", "RougeEvaluator", "Run", "Sample", "SampleResult", "Usage",
     "__version__", "compute", "load_config", "parse_metric", "qrels_from_samples",

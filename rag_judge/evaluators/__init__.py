@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import Field
 
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 
@@ -17,6 +18,7 @@ __all__ = [
     "CorpusStatistic",
     "Evaluator",
     "EvaluatorResult",
+    "JudgeEvaluator",
     "RetrievalEvaluator",
     "RougeEvaluator",
 ]
@@ -26,6 +28,7 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "retrieval": RetrievalEvaluator,
     "rouge": RougeEvaluator,
     "bleu": BleuEvaluator,
+    "judge": JudgeEvaluator,
 }
 
 if TYPE_CHECKING:

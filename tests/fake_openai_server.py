@@ -1,0 +1,260 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 for tests and benchmarks.
+
+    with FakeOpenAIServer([chat('{"score": 4}'), error(429, headers={"Retry-After": "2"})]) as srv:
+        client = OpenAIClient("fake-model", base_url=srv.base_url)
+        ...
+        srv.requests  # the JSON bodies received, in arrival order
+
+It implements ``POST /v1/chat/completions`` on an ephemeral port, with asyncio on a background
+thread (so 64+ concurrent keep-alive connections cost nothing). Each request takes the next
+scripted ``Reply`` (a list), or whatever ``script(body)`` returns (a function); a plain string is
+a 200 reply with that text. Options: ``latency`` seconds added to every reply,
+``rpm_limit`` (a token bucket of one second's worth of requests, answered with 429 and counted
+in ``rate_limited`` when exceeded), ``reject_response_format`` (400 to any request asking for
+structured output, as servers without it do). ``GET /v1/stats`` returns the counts.
+
+Run as a script it serves in its own process (for benchmarks: no GIL shared with the client),
+prints its base URL, and stops when stdin closes:
+``python tests/fake_openai_server.py --latency 0.1 --rpm-limit 600``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FakeOpenAIServer", "Reply", "chat", "error", "hang"]
+
+
+@dataclass
+class Reply:
+    """One scripted answer: ``content`` as the assistant message (status 200), or ``status`` with
+    ``body`` as the error payload; ``headers`` added; sent after ``delay`` seconds."""
+
+    content: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    delay: float = 0.0
+
+
+def chat(content: str, *, delay: float = 0.0) -> Reply:
+    return Reply(content=content, delay=delay)
+
+
+def error(
+    status: int, message: str = "scripted error", *, headers: dict[str, str] | None = None
+) -> Reply:
+    body = {"error": {"message": message, "type": "scripted", "code": str(status)}}
+    return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+def hang(seconds: float = 30.0) -> Reply:
+    """A reply that comes only after ``seconds`` (longer than any client timeout in tests)."""
+    return Reply(content="too late", delay=seconds)
+
+
+Script = Sequence["Reply | str"] | Callable[[dict[str, Any]], "Reply | str"] | None
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self,
+        script: Script = None,
+        *,
+        latency: float = 0.0,
+        rpm_limit: float | None = None,
+        reject_response_format: bool = False,
+        default: Reply | str = '{"reason": "default reply", "score": 3}',
+    ) -> None:
+        self._script = script if callable(script) or script is None else list(script)
+        self._position = 0
+        self.latency = latency
+        self.reject_response_format = reject_response_format
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.rate_limited = 0
+        self.arrivals: list[float] = []  # time.monotonic() of each request's arrival
+        self._rate = rpm_limit / 60.0 if rpm_limit else None
+        self._bucket = max(1.0, self._rate or 0.0)
+        self._capacity = self._bucket
+        self._stamp = time.monotonic()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        )
+        self._server = started.result(timeout=10)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            assert self._server is not None
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    # ---- HTTP ----------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                method, path, _ = line.decode("latin-1").split(" ", 2)
+                headers: dict[str, str] = {}
+                while True:
+                    raw = await reader.readline()
+                    if raw in (b"\r\n", b"\n", b""):
+                        break
+                    name, value = raw.decode("latin-1").split(":", 1)
+                    headers[name.strip().lower()] = value.strip()
+                size = int(headers.get("content-length", "0"))
+                data = await reader.readexactly(size) if size else b""
+                status, extra, payload = await self._answer(method, path, headers, data)
+                blob = json.dumps(payload).encode()
+                head = [f"HTTP/1.1 {status} X", "Content-Type: application/json"]
+                head += [f"Content-Length: {len(blob)}", *(f"{k}: {v}" for k, v in extra.items())]
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + blob)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        if callable(self._script):
+            reply = self._script(body)
+        elif self._script is not None and self._position < len(self._script):
+            reply = self._script[self._position]
+            self._position += 1
+        else:
+            reply = self.default
+        return chat(reply) if isinstance(reply, str) else reply
+
+    def _take_token(self) -> bool:
+        if self._rate is None:
+            return True
+        now = time.monotonic()
+        self._bucket = min(self._capacity, self._bucket + (now - self._stamp) * self._rate)
+        self._stamp = now
+        if self._bucket >= 1.0:
+            self._bucket -= 1.0
+            return True
+        return False
+
+    async def _answer(
+        self, method: str, path: str, headers: dict[str, str], data: bytes
+    ) -> tuple[int, dict[str, str], Any]:
+        if method == "GET" and path.endswith("/stats"):
+            arrivals = self.arrivals or [0.0]
+            return (
+                200,
+                {},
+                {
+                    "requests": len(self.requests),
+                    "rate_limited": self.rate_limited,
+                    "first_arrival": arrivals[0],
+                    "last_arrival": arrivals[-1],
+                },
+            )
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return 404, {}, {"error": {"message": f"no route {method} {path}"}}
+        body = json.loads(data or b"{}")
+        self.requests.append(body)
+        self.headers.append(headers)
+        self.arrivals.append(time.monotonic())
+        if not self._take_token():
+            self.rate_limited += 1
+            return 429, {"Retry-After": "1"}, {"error": {"message": "rate limit exceeded"}}
+        if self.reject_response_format and "response_format" in body:
+            return 400, {}, {"error": {"message": "response_format is not supported"}}
+        reply = self._next(body)
+        if reply.delay or self.latency:
+            await asyncio.sleep(reply.delay + self.latency)
+        if reply.status != 200:
+            return reply.status, reply.headers, reply.body
+        return 200, reply.headers, _completion(body, reply.content, len(self.requests))
+
+
+def _completion(body: dict[str, Any], content: str, serial: int) -> dict[str, Any]:
+    prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+    logprobs = None
+    if body.get("logprobs"):
+        top = int(body.get("top_logprobs") or 1)
+        tokens = content.split() or [""]
+        logprobs = {
+            "content": [
+                {
+                    "token": t,
+                    "logprob": -0.25,
+                    "bytes": None,
+                    "top_logprobs": [
+                        {"token": t if k == 0 else f"{t}~{k}", "logprob": -0.25 - k, "bytes": None}
+                        for k in range(top)
+                    ],
+                }
+                for t in tokens
+            ]
+        }
+    choice = {"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+    return {
+        "id": f"chatcmpl-fake-{serial}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [
+            {"index": i, **choice, "logprobs": logprobs} for i in range(int(body.get("n") or 1))
+        ],
+        "usage": {
+            "prompt_tokens": prompt // 4 + 1,
+            "completion_tokens": len(content) // 4 + 1,
+            "total_tokens": prompt // 4 + len(content) // 4 + 2,
+        },
+    }
+
+
+def main() -> None:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--rpm-limit", type=float, default=None)
+    args = parser.parse_args()
+    reply = '{"reason": "The answer is supported by context 1.", "score": 4}'
+    with FakeOpenAIServer(latency=args.latency, rpm_limit=args.rpm_limit, default=reply) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()  # serve until the parent closes our stdin
+
+
+if __name__ == "__main__":
+    main()
