@@ -13,6 +13,7 @@ import numpy as np
 from rag_judge import __version__
 from rag_judge.config import load_config
 from rag_judge.errors import RagJudgeError
+from rag_judge.evaluators import JudgeEvaluator
 from rag_judge.metrics.retrieval import compute, parse_metric
 from rag_judge.pipeline import Pipeline
 from rag_judge.resources import resolve_config
@@ -30,6 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="YAML experiment config (e.g. configs/demo.yaml)")
     run.add_argument("--dataset", type=Path, help="dataset JSONL, overriding the config's")
     run.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="render every judge prompt and estimate tokens and cost; call nothing",
+    )
 
     ret = sub.add_parser("retrieval", help="trec_eval-style metrics of a run against qrels")
     ret.add_argument("qrels", type=Path, help="TREC qrels: qid iter docid grade")
@@ -74,7 +80,15 @@ def _run(args: argparse.Namespace) -> int:
     path = resolve_config(args.config)
     overrides = {"dataset": str(args.dataset)} if args.dataset else None
     config = load_config(path, overrides)
-    report = Pipeline(config).run()
+    pipeline = Pipeline(config)
+    if args.dry_run:
+        samples = list(pipeline.load_dataset())
+        for i, evaluator in enumerate(config.evaluators):
+            if isinstance(evaluator, JudgeEvaluator):
+                estimate = evaluator.dry_run(samples)
+                print(f"evaluators[{i}] ({evaluator.type}): " + json.dumps(estimate))
+        return 0
+    report = pipeline.run()
     out = args.out or config.output_dir or Path("runs") / config.name
     paths = report.write(out)
     print(report.summary_table())

@@ -107,3 +107,16 @@ def test_run_with_a_bad_dataset_override(tmp_path: Path, capsys) -> None:
     code = main(["run", "configs/demo.yaml", "--dataset", str(bad), "--out", str(tmp_path)])
     assert code == 2
     assert f"{bad}:2: field 'contexts'" in capsys.readouterr().err
+
+
+def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) -> None:
+    assert main(["run", "configs/demo.yaml", "--dry-run", "--out", str(tmp_path)]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("evaluators[3] (judge): ")
+    estimate = json.loads(line.split(": ", 1)[1])
+    # 30 samples x 4 single-request rubrics + one request per retrieved context
+    contexts = sum(len(json.loads(x)["contexts"]) for x in
+                   Path("configs/data/demo.jsonl").read_text().splitlines())  # fmt: skip
+    assert estimate["prompts"] == 30 * 4 + contexts
+    assert estimate["prompt_tokens_estimate"] > 0
+    assert not (tmp_path / "report.json").exists()
