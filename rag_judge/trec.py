@@ -7,8 +7,10 @@ a handful of numpy sorts rather than a Python sort per query.
 from __future__ import annotations
 
 import gc
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import ne
 from pathlib import Path
 from typing import NoReturn
 
@@ -121,9 +123,17 @@ def read_qrels(path: str | Path) -> Qrels:
                 f"{path}:{_line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
                 "is not an integer"
             ) from None
+        # Judgments come grouped by query: build each query's dict in one C-level call.
+        change = np.fromiter(map(ne, qids[1:], qids[:-1]), dtype=bool, count=max(len(qids) - 1, 0))
+        bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(qids)] if qids else [0]
         qrels: Qrels = {}
-        for qid, docid, grade in zip(qids, docids, grades):
-            qrels.setdefault(qid, {})[docid] = grade
+        for start, end in itertools.pairwise(bounds):
+            group = dict(zip(docids[start:end], grades[start:end]))
+            qid = qids[start]
+            if qid in qrels:  # the query also appears earlier in the file
+                qrels[qid].update(group)
+            else:
+                qrels[qid] = group
     if not qrels:
         raise DataError(f"{path}: contains no judgments")
     if sum(map(len, qrels.values())) != len(qids):
