@@ -1,4 +1,6 @@
-"""Command line: ``rag-judge run CONFIG`` and ``rag-judge retrieval QRELS RUN -m METRIC``."""
+"""Command line: ``rag-judge run CONFIG``, ``rag-judge retrieval QRELS RUN -m METRIC`` and
+``rag-judge compare BASE NEW``. Modules with a subcommand of their own register it through an
+``add_parser(subparsers)`` that sets ``handler``."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_judge import __version__
+from rag_judge import __version__, compare
 from rag_judge.config import load_config
 from rag_judge.errors import RagJudgeError
 from rag_judge.evaluators import JudgeEvaluator
@@ -62,12 +64,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count qrels queries missing from the run as zeros (trec_eval -c)",
     )
+    compare.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if hasattr(args, "handler"):
+            return int(args.handler(args))
         if args.command == "run":
             return _run(args)
         return _retrieval(args)

@@ -120,3 +120,14 @@ def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) 
     assert estimate["prompts"] == 30 * 4 + contexts
     assert estimate["prompt_tokens_estimate"] > 0
     assert not (tmp_path / "report.json").exists()
+
+
+def test_compare_two_runs_end_to_end(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "configs/demo.yaml", "--out", str(a)]) == 0
+    assert main(["run", "configs/demo.yaml", "--out", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "-m", "ndcg@5", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ndcg = out["comparisons"][0]["metrics"]["ndcg@5"]
+    assert (ndcg["diff"], ndcg["p_value"], ndcg["n"]) == (0.0, 1.0, 30)

@@ -1,0 +1,452 @@
+"""Paired comparison of runs: ``rag-judge compare BASE NEW [NEW ...]``.
+
+Per metric, over the samples both reports scored: the mean difference NEW − BASE, a paired
+percentile-bootstrap interval of it and a two-sided sign-flip randomisation test, with an
+optional multiple-comparison correction across every (NEW, metric) pair. The statistics are
+pure functions over arrays; loading and rendering sit at the end of the module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.errors import ConfigError, DataError
+from rag_judge.report import Report
+from rag_judge.stats import bootstrap_ci
+
+__all__ = [
+    "CORRECTIONS",
+    "CompareOptions",
+    "Comparison",
+    "MetricComparison",
+    "add_parser",
+    "adjust_pvalues",
+    "apply_correction",
+    "compare_pairs",
+    "compare_reports",
+    "compare_runs",
+    "load_report",
+    "render_markdown",
+    "render_table",
+    "run_compare",
+    "sign_flip_pvalue",
+]
+
+CORRECTIONS = ("none", "holm", "bonferroni", "bh")
+EXACT_MAX = 16  # up to 2**16 sign vectors: enumerate them all instead of sampling
+_CHUNK = 2_000_000  # sign-matrix elements held in memory at once
+# Signature fields that describe the report's own CI, not how the metric was computed.
+_RUN_FIELDS = ("ci:", "seed:")
+
+
+def sign_flip_pvalue(
+    diffs: NDArray[np.float64],
+    *,
+    permutations: int = 10_000,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+) -> tuple[float, bool]:
+    """Two-sided p-value of the paired randomisation test on the mean difference; (p, exact).
+
+    Under H0 each difference is as likely to carry either sign. With ``n <= exact_max`` every
+    sign vector is enumerated (p = count(|T| >= |T_obs|) / 2**n); otherwise ``permutations``
+    random vectors are drawn and p = (count + 1) / (permutations + 1), counting the observed one.
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    n = len(d)
+    if n == 0:
+        raise ValueError("sign_flip_pvalue needs at least one difference")
+    observed = abs(float(d.sum()))
+    # Summation order differs between the observed and the flipped sums; a tie up to
+    # rounding must count as a tie (all-equal differences, all-zero differences).
+    tol = 8 * n * np.finfo(np.float64).eps * float(np.abs(d).sum())
+    exact = n <= exact_max
+    total = 2**n if exact else permutations
+    per_chunk = max(1, _CHUNK // n)
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
+    count = 0
+    for start in range(0, total, per_chunk):
+        size = min(per_chunk, total - start)
+        if exact:
+            codes = np.arange(start, start + size, dtype=np.int64)[:, None]
+            flip = ((codes >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
+        else:
+            flip = rng.random((size, n)) < 0.5
+        stats = np.where(flip, -1.0, 1.0) @ d
+        count += int(np.count_nonzero(np.abs(stats) >= observed - tol))
+    if exact:
+        return count / total, True
+    return (count + 1) / (total + 1), False
+
+
+def adjust_pvalues(pvalues: NDArray[np.float64], method: str) -> NDArray[np.float64]:
+    """Adjusted p-values for one family: ``none``, ``bonferroni``, ``holm`` or ``bh``."""
+    if method not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {method!r}; valid: {', '.join(CORRECTIONS)}")
+    p: NDArray[np.float64] = np.asarray(pvalues, dtype=np.float64)
+    m = len(p)
+    if method == "none" or m == 0:
+        return np.array(p, dtype=np.float64)
+    if method == "bonferroni":
+        return np.minimum(p * m, 1.0)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "holm":  # step-down: (m - i) * p_(i), made monotone from the smallest up
+        adj = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:  # Benjamini-Hochberg step-up: m / i * p_(i), made monotone from the largest down
+        adj = np.minimum.accumulate((m / np.arange(1, m + 1) * ranked)[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How many resamples and sign flips, the CI level and the seed (shared by every metric,
+    so that selecting metrics does not change any one metric's numbers)."""
+
+    resamples: int = 10_000
+    confidence: float = 0.95
+    permutations: int = 10_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("resamples", "permutations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(
+                f"confidence must be between 0 and 1 (exclusive), got {self.confidence!r}"
+            )
+
+
+@dataclass
+class MetricComparison:
+    """One metric of one NEW against BASE; statistics are None when no pair is scored."""
+
+    n: int
+    base_mean: float | None
+    new_mean: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    missing: int  # samples in both reports with this metric unscored on either side
+    exact: bool = False  # p from full enumeration of the sign flips
+    corpus: str | None = None  # the summary's corpus aggregate, when it is not a mean
+    signature_differs: bool = False
+
+
+@dataclass
+class Comparison:
+    new: str
+    only_in_base: int
+    only_in_new: int
+    metrics: dict[str, MetricComparison] = field(default_factory=dict)
+    metrics_only_in_base: list[str] = field(default_factory=list)
+    metrics_only_in_new: list[str] = field(default_factory=list)
+
+
+def compare_pairs(
+    base: NDArray[np.float64],
+    new: NDArray[np.float64],
+    options: CompareOptions,
+    missing: int = 0,
+) -> MetricComparison:
+    """Statistics of paired scores (index-aligned, all present)."""
+    n = len(base)
+    if n == 0:
+        return MetricComparison(0, None, None, None, None, None, None, None, missing)
+    d = np.asarray(new, dtype=np.float64) - np.asarray(base, dtype=np.float64)
+    o = options
+    low, high = bootstrap_ci(d, resamples=o.resamples, confidence=o.confidence, seed=o.seed)
+    p, exact = sign_flip_pvalue(d, permutations=o.permutations, seed=o.seed)
+    return MetricComparison(
+        n=n,
+        base_mean=math.fsum(base.tolist()) / n,
+        new_mean=math.fsum(new.tolist()) / n,
+        diff=math.fsum(d.tolist()) / n,
+        ci_low=low,
+        ci_high=high,
+        p_value=p,
+        p_adjusted=p,
+        missing=missing,
+        exact=exact,
+    )
+
+
+def _metric_names(report: Report) -> list[str]:
+    names = dict.fromkeys(report.summary)
+    for s in report.samples:
+        names.update(dict.fromkeys(s.scores))
+    return list(names)
+
+
+def _scores(report: Report, label: str) -> dict[str, dict[str, float | None]]:
+    by_id: dict[str, dict[str, float | None]] = {}
+    for s in report.samples:
+        if s.id in by_id:
+            raise DataError(f"{label}: sample id {s.id!r} appears twice")
+        by_id[s.id] = s.scores
+    return by_id
+
+
+def _signature(report: Report, metric: str) -> str | None:
+    sig = report.signatures.get(metric)
+    if sig is None:
+        return None
+    return "|".join(p for p in sig.split("|") if not p.startswith(_RUN_FIELDS))
+
+
+def compare_reports(
+    base: Report,
+    new: Report,
+    options: CompareOptions | None = None,
+    *,
+    metrics: list[str] | None = None,
+    base_label: str = "BASE",
+    new_label: str = "NEW",
+) -> Comparison:
+    """Compare ``new`` with ``base`` on the shared metrics (or ``metrics``), paired by id."""
+    options = options or CompareOptions()
+    base_names, new_names = _metric_names(base), _metric_names(new)
+    shared = [m for m in base_names if m in new_names]
+    if metrics:
+        for m in metrics:
+            if m not in shared:
+                where = "in neither report"
+                if m in base_names or m in new_names:
+                    where = f"only in {base_label if m in base_names else new_label}"
+                raise ConfigError(
+                    f"metric {m!r} is {where}; metrics in both: {', '.join(shared) or '(none)'}"
+                )
+        shared = list(dict.fromkeys(metrics))
+    b_scores, n_scores = _scores(base, base_label), _scores(new, new_label)
+    ids = [i for i in b_scores if i in n_scores]
+    out = Comparison(
+        new=new_label,
+        only_in_base=len(b_scores) - len(ids),
+        only_in_new=len(n_scores) - len(ids),
+        metrics_only_in_base=[m for m in base_names if m not in new_names],
+        metrics_only_in_new=[m for m in new_names if m not in base_names],
+    )
+    for m in shared:
+        pairs = [(b_scores[i].get(m), n_scores[i].get(m)) for i in ids]
+        # NaN counts as unscored: it would otherwise poison every mean.
+        kept = [(b, v) for b, v in pairs if _finite(b) and _finite(v)]
+        arr = np.array(kept, dtype=np.float64).reshape(-1, 2)
+        result = compare_pairs(arr[:, 0], arr[:, 1], options, missing=len(pairs) - len(kept))
+        aggregates = {r.summary[m].aggregate for r in (base, new) if m in r.summary}
+        result.corpus = next((a for a in sorted(aggregates) if a != "mean"), None)
+        b_sig, n_sig = _signature(base, m), _signature(new, m)
+        result.signature_differs = None not in (b_sig, n_sig) and b_sig != n_sig
+        out.metrics[m] = result
+    return out
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def apply_correction(comparisons: list[Comparison], method: str) -> None:
+    """Adjust every p-value of ``comparisons`` in place, as one family."""
+    cells = [mc for c in comparisons for mc in c.metrics.values() if mc.p_value is not None]
+    adjusted = adjust_pvalues(np.array([mc.p_value for mc in cells], dtype=np.float64), method)
+    for mc, p in zip(cells, adjusted):
+        mc.p_adjusted = float(p)
+
+
+def load_report(path: str | Path) -> Report:
+    """A report.json, or the report.json inside a run folder."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    return Report.load(path)
+
+
+def compare_runs(
+    base: str | Path,
+    news: list[str | Path],
+    options: CompareOptions | None = None,
+    *,
+    metrics: list[str] | None = None,
+    correction: str = "none",
+) -> dict[str, Any]:
+    """Load the reports, compare each NEW with BASE, correct across all; the JSON-ready dict."""
+    if correction not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
+    options = options or CompareOptions()
+    base_report = load_report(base)
+    comparisons = []
+    for new in news:
+        new_report = load_report(new)
+        comparison = compare_reports(
+            base_report,
+            new_report,
+            options,
+            metrics=metrics,
+            base_label=str(base),
+            new_label=str(new),
+        )
+        comparisons.append(comparison)
+    apply_correction(comparisons, correction)
+    return {
+        "base": str(base),
+        "comparisons": [asdict(c) for c in comparisons],
+        **asdict(options),
+        "correction": correction,
+    }
+
+
+# ---- rendering ----------------------------------------------------------------------------
+
+
+def _num(x: float | None, fmt: str = ".4f") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def _rows(result: dict[str, Any], comp: dict[str, Any]) -> list[list[str]]:
+    conf = f"{result['confidence']:.0%} CI"
+    head = ["metric", "n", "base", "new", "diff", conf, "p"]
+    adjusted = result["correction"] != "none"
+    if adjusted:
+        head.append(f"p ({result['correction']})")
+    head.append("missing")
+    rows = [head]
+    for name, mc in comp["metrics"].items():
+        flag = "*" if mc["corpus"] or mc["signature_differs"] else ""
+        ci = "–" if mc["ci_low"] is None else f"[{mc['ci_low']:+.4f}, {mc['ci_high']:+.4f}]"
+        row = [
+            name + flag,
+            str(mc["n"]),
+            _num(mc["base_mean"]),
+            _num(mc["new_mean"]),
+            _num(mc["diff"], "+.4f"),
+            ci,
+            _num(mc["p_value"], ".4g"),
+        ]
+        if adjusted:
+            row.append(_num(mc["p_adjusted"], ".4g"))
+        row.append(str(mc["missing"]))
+        rows.append(row)
+    return rows
+
+
+def _notes(result: dict[str, Any], comp: dict[str, Any]) -> list[str]:
+    notes = [
+        f"paired samples: only in base {comp['only_in_base']}, only in new {comp['only_in_new']}"
+    ]
+    for name, mc in comp["metrics"].items():
+        if mc["corpus"]:
+            notes.append(
+                f"{name}*: the report's aggregate is {mc['corpus']}; base/new/diff and the "
+                "paired tests use the per-sample (sentence-level) values"
+            )
+        if mc["signature_differs"]:
+            notes.append(f"{name}*: the two reports computed it with different options")
+    for side in ("base", "new"):
+        if comp[f"metrics_only_in_{side}"]:
+            notes.append(f"metrics only in {side}: {', '.join(comp[f'metrics_only_in_{side}'])}")
+    return notes
+
+
+def render_table(result: dict[str, Any]) -> str:
+    out: list[str] = []
+    for comp in result["comparisons"]:
+        rows = _rows(result, comp)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out.append(f"{comp['new']} vs {result['base']}")
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        out += [*_notes(result, comp), ""]
+    out.append(_footer(result))
+    return "\n".join(out)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    out = [f"# Comparison with `{result['base']}`", ""]
+    for comp in result["comparisons"]:
+        rows = _rows(result, comp)
+        out += [f"## `{comp['new']}`", "", "| " + " | ".join(rows[0]) + " |"]
+        out.append("|---|" + "---:|" * (len(rows[0]) - 1))
+        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        out += [""] + [f"- {n}" for n in _notes(result, comp)] + [""]
+    out.append(_footer(result))
+    return "\n".join(out) + "\n"
+
+
+def _footer(result: dict[str, Any]) -> str:
+    return (
+        f"diff = mean(new - base) over paired samples; CI: paired bootstrap, "
+        f"{result['resamples']} resamples; p: two-sided sign-flip test, "
+        f"{result['permutations']} permutations (exact for n <= {EXACT_MAX}); "
+        f"correction: {result['correction']}; seed {result['seed']}"
+    )
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "compare", help="paired significance tests of one or more runs against a base run"
+    )
+    p.add_argument("base", type=Path, help="base report.json (or its run folder)")
+    p.add_argument("new", type=Path, nargs="+", help="report(s) to compare with the base")
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        dest="metrics",
+        help="metric to compare, repeatable (default: every metric in both)",
+    )
+    p.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        default="none",
+        help="multiple-comparison correction across all metrics and runs",
+    )
+    p.add_argument("--format", choices=["table", "md", "json"], default="table")
+    p.add_argument("--resamples", type=_positive_int, default=10_000, help="bootstrap resamples")
+    p.add_argument(
+        "--permutations",
+        type=_positive_int,
+        default=10_000,
+        help="random sign flips when n > 16 (smaller n is enumerated exactly)",
+    )
+    p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the test")
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    options = CompareOptions(args.resamples, args.confidence, args.permutations, args.seed)
+    result = compare_runs(
+        args.base, list(args.new), options, metrics=args.metrics, correction=args.correction
+    )
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+    elif args.format == "md":
+        print(render_markdown(result), end="")
+    else:
+        print(render_table(result))
+    return 0
