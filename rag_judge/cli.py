@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_judge import __version__, compare
+from rag_judge import __version__, calibration, compare, gates
 from rag_judge.config import load_config
 from rag_judge.errors import RagJudgeError
 from rag_judge.evaluators import JudgeEvaluator
@@ -65,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         help="count qrels queries missing from the run as zeros (trec_eval -c)",
     )
     compare.add_parser(sub)
+    gates.add_parser(sub)
+    calibration.add_parser(sub)
     return parser
 
 

@@ -33,7 +33,6 @@ __all__ = [
     "compare_pairs",
     "compare_reports",
     "compare_runs",
-    "load_report",
     "render_markdown",
     "render_table",
     "run_compare",
@@ -266,14 +265,6 @@ def apply_correction(comparisons: list[Comparison], method: str) -> None:
         mc.p_adjusted = float(p)
 
 
-def load_report(path: str | Path) -> Report:
-    """A report.json, or the report.json inside a run folder."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "report.json"
-    return Report.load(path)
-
-
 def compare_runs(
     base: str | Path,
     news: list[str | Path],
@@ -286,10 +277,10 @@ def compare_runs(
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
     options = options or CompareOptions()
-    base_report = load_report(base)
+    base_report = Report.load(base)
     comparisons = []
     for new in news:
-        new_report = load_report(new)
+        new_report = Report.load(new)
         comparison = compare_reports(
             base_report,
             new_report,

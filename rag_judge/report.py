@@ -109,7 +109,10 @@ class Report(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> Report:
+        """Read a report.json, or the report.json inside a run folder."""
         path = Path(path)
+        if path.is_dir():
+            path = path / "report.json"
         try:
             return cls.model_validate_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

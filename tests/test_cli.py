@@ -131,3 +131,12 @@ def test_compare_two_runs_end_to_end(tmp_path: Path, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     ndcg = out["comparisons"][0]["metrics"]["ndcg@5"]
     assert (ndcg["diff"], ndcg["p_value"], ndcg["n"]) == (0.0, 1.0, 30)
+
+
+def test_gate_exit_codes_through_main(tmp_path: Path, capsys) -> None:
+    assert main(["run", "configs/demo.yaml", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["gate", str(tmp_path), "--fail-under", "ndcg@5=0.6"]) == 0
+    assert main(["gate", str(tmp_path), "--fail-under", "ndcg@5=0.61"]) == 1
+    assert "FAIL ndcg@5 = 0.6021 (needs >= 0.61)" in capsys.readouterr().out
+    assert main(["gate", str(tmp_path), "--threshold", "ndcg@5=>0.6"]) == 2
