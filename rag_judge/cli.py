@@ -12,13 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_judge import __version__, calibration, compare, gates
-from rag_judge.config import load_config
+from rag_judge import __version__, calibration, compare, gates, run_command
 from rag_judge.errors import RagJudgeError
-from rag_judge.evaluators import JudgeEvaluator
 from rag_judge.metrics.retrieval import compute, parse_metric
-from rag_judge.pipeline import Pipeline
-from rag_judge.resources import resolve_config
 from rag_judge.trec import rankings_for, read_qrels, read_run
 
 __all__ = ["main"]
@@ -29,15 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rag-judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run an experiment config and write its report")
-    run.add_argument("config", help="YAML experiment config (e.g. configs/demo.yaml)")
-    run.add_argument("--dataset", type=Path, help="dataset JSONL, overriding the config's")
-    run.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="render every judge prompt and estimate tokens and cost; call nothing",
-    )
+    run_command.add_parser(sub)
 
     ret = sub.add_parser("retrieval", help="trec_eval-style metrics of a run against qrels")
     ret.add_argument("qrels", type=Path, help="TREC qrels: qid iter docid grade")
@@ -75,32 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if hasattr(args, "handler"):
             return int(args.handler(args))
-        if args.command == "run":
-            return _run(args)
         return _retrieval(args)
     except RagJudgeError as exc:
         print(f"rag-judge: error: {exc}", file=sys.stderr)
         return 2
-
-
-def _run(args: argparse.Namespace) -> int:
-    path = resolve_config(args.config)
-    overrides = {"dataset": str(args.dataset)} if args.dataset else None
-    config = load_config(path, overrides)
-    pipeline = Pipeline(config)
-    if args.dry_run:
-        samples = list(pipeline.load_dataset())
-        for i, evaluator in enumerate(config.evaluators):
-            if isinstance(evaluator, JudgeEvaluator):
-                estimate = evaluator.dry_run(samples)
-                print(f"evaluators[{i}] ({evaluator.type}): " + json.dumps(estimate))
-        return 0
-    report = pipeline.run()
-    out = args.out or config.output_dir or Path("runs") / config.name
-    paths = report.write(out)
-    print(report.summary_table())
-    print(f"\nwrote {paths['json']} and {paths['md']}")
-    return 0
 
 
 def _retrieval(args: argparse.Namespace) -> int:

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import EVALUATORS, AnyEvaluator
+from rag_judge.experiments import expand_matrix
 
-__all__ = ["BootstrapConfig", "ExperimentConfig", "load_config"]
+__all__ = ["BootstrapConfig", "ExperimentConfig", "load_config", "load_experiments"]
 
 
 class BootstrapConfig(BaseModel):
@@ -35,6 +36,17 @@ class ExperimentConfig(BaseModel):
     seed: int = 0
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     evaluators: list[AnyEvaluator] = Field(min_length=1)
+    # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
+    gates: dict[str, str | float] = Field(default_factory=dict)
+
+    @field_validator("gates")
+    @classmethod
+    def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
+        from rag_judge.gates import parse_threshold
+
+        for metric, expr in gates.items():
+            parse_threshold(expr, metric=metric)  # raises, naming the legal operators
+        return gates
 
     @field_validator("evaluators")
     @classmethod
@@ -52,8 +64,45 @@ class ExperimentConfig(BaseModel):
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """Load and validate a YAML config. Errors read ``file:line: key.path: message``."""
+    """Load and validate a YAML config. Errors read ``file:line: key.path: message``.
+
+    A config with a ``matrix`` is several experiments: use :func:`load_experiments`.
+    """
+    experiments = load_experiments(path, overrides)
+    if len(experiments) != 1:
+        raise ConfigError(f"{path}: defines a matrix of {len(experiments)} variants")
+    return experiments[0][1]
+
+
+def load_experiments(
+    path: str | Path, overrides: dict[str, Any] | None = None
+) -> list[tuple[str, ExperimentConfig]]:
+    """Every experiment a YAML config defines, as (variant name, config); a config without a
+    ``matrix`` is one experiment named "". Errors name the file, line, key and variant."""
     path = Path(path)
+    data, root = _read_yaml(path)
+    data.update(overrides or {})
+    out = []
+    for name, variant in expand_matrix(data, str(path)):
+        # The dataset is found next to the config; the output goes under the working folder.
+        if isinstance(variant.get("dataset"), str) and "dataset" not in (overrides or {}):
+            variant["dataset"] = str(path.parent / variant["dataset"])
+        if isinstance(variant.get("evaluators"), list):
+            variant["evaluators"] = [
+                EVALUATORS[ev["type"]].resolve_paths(dict(ev), path.parent)
+                if isinstance(ev, dict) and ev.get("type") in EVALUATORS
+                else ev
+                for ev in variant["evaluators"]
+            ]
+        try:
+            out.append((name, ExperimentConfig.model_validate(variant)))
+        except ValidationError as exc:
+            where = f" (variant {name})" if name else ""
+            raise ConfigError(_describe(exc, path, root) + where) from None
+    return out
+
+
+def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -68,21 +117,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a YAML mapping of keys to values")
-    data.update(overrides or {})
-    # The dataset is found next to the config; the output goes under the working folder.
-    if isinstance(data.get("dataset"), str) and "dataset" not in (overrides or {}):
-        data["dataset"] = str(path.parent / data["dataset"])
-    if isinstance(data.get("evaluators"), list):
-        data["evaluators"] = [
-            EVALUATORS[ev["type"]].resolve_paths(dict(ev), path.parent)
-            if isinstance(ev, dict) and ev.get("type") in EVALUATORS
-            else ev
-            for ev in data["evaluators"]
-        ]
-    try:
-        return ExperimentConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, path, root)) from None
+    return data, root
 
 
 def _describe(exc: ValidationError, path: Path, root: yaml.Node | None) -> str:

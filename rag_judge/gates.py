@@ -298,14 +298,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     gate.set_defaults(handler=run_gate)
 
 
-def run_gate(args: argparse.Namespace) -> int:
+def thresholds_from_cli(
+    fail_under: list[str], threshold: list[str] | None = None
+) -> dict[str, str | float]:
+    """Gates from ``--fail-under METRIC=VALUE`` and ``--threshold 'METRIC OP VALUE'``."""
     thresholds: dict[str, str | float] = {}
-    for item in args.fail_under:
+    for item in fail_under:
         metric, sep, value = item.rpartition("=")
         if not sep or not metric.strip():
             raise ConfigError(f"--fail-under {item!r}: expected METRIC=VALUE, e.g. ndcg@10=0.6")
         thresholds[metric.strip()] = f">= {value}"
-    for item in args.threshold:
+    for item in threshold or []:
         match = _NAMED_EXPR.match(item)
         if match is None:
             raise ConfigError(
@@ -313,6 +316,13 @@ def run_gate(args: argparse.Namespace) -> int:
                 f"{', '.join(OPERATORS)}, e.g. 'ndcg@10>=0.6'"
             )
         thresholds[match["metric"]] = f"{match['op']} {match['value']}"
+    for metric, expr in thresholds.items():
+        parse_threshold(expr, metric=metric)
+    return thresholds
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    thresholds = thresholds_from_cli(args.fail_under, args.threshold)
     if args.baseline is None and args.max_drop is not None:
         raise ConfigError("--max-drop needs --baseline")
     if not thresholds and args.baseline is None:

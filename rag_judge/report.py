@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -15,6 +16,9 @@ from rag_judge import __version__
 from rag_judge.errors import DataError
 from rag_judge.evaluators.base import CorpusStatistic
 from rag_judge.stats import bootstrap_ci
+
+if TYPE_CHECKING:
+    from rag_judge.data import Sample
 
 __all__ = ["MetricSummary", "Report", "SampleResult", "Usage", "summarize"]
 
@@ -123,13 +127,22 @@ class Report(BaseModel):
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
-    def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write report.json and report.md into ``out_dir``; returns the paths written."""
+    def write(
+        self, out_dir: str | Path, samples: Sequence[Sample] | None = None
+    ) -> dict[str, Path]:
+        """Write report.json, report.md and report.html into ``out_dir``; returns the paths.
+
+        With the dataset's ``samples``, the HTML drill-down also shows each question, answer,
+        references and contexts.
+        """
+        from rag_judge.html_report import write_html  # html_report imports this module
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {"json": out / "report.json", "md": out / "report.md"}
         _atomic_write(paths["json"], self.to_json() + "\n")
         _atomic_write(paths["md"], self.to_markdown())
+        paths["html"] = write_html(self, out / "report.html", samples)
         return paths
 
     def to_markdown(self) -> str:

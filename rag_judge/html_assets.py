@@ -1,0 +1,101 @@
+"""The static part of report.html: its stylesheet and its script (vanilla JS, no libraries).
+
+The script sorts and filters the sample table and opens a sample's details from its link; the
+page is complete without it. It sets ``data-ready="1"`` on <body> when done (the browser test
+waits for that). Its SHA-256 goes into the page's Content-Security-Policy, so edit freely.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CSS", "JS"]
+
+CSS = """
+:root{--fg:#1f2933;--mute:#616e7c;--line:#d9e2ec;--bg:#f8fafc;--acc:#2f6fae;--bad:#b44d12}
+*{box-sizing:border-box}
+body{margin:0;padding:24px 32px;color:var(--fg);background:#fff;
+  font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+header{border-bottom:1px solid var(--line);margin-bottom:8px}
+h1{margin:0;font-size:22px}
+h2{font-size:17px;margin:28px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--line)}
+h3{font-size:14px;margin:14px 0 6px}
+h4{font-size:12px;margin:12px 0 4px;color:var(--mute);text-transform:uppercase;letter-spacing:.04em}
+.meta,.muted,small{color:var(--mute)}
+nav{margin:6px 0 12px}nav a{margin-right:16px;color:var(--acc);text-decoration:none}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+thead th{background:var(--bg);font-weight:600;font-size:12px;color:var(--mute)}
+td.num,th.num{text-align:right}.summary tbody th{font-weight:500}.agg{color:var(--mute)}
+.bad{color:var(--bad);font-weight:600}
+.grid{display:flex;flex-wrap:wrap;gap:12px}
+.card{margin:0;padding:10px 12px;border:1px solid var(--line);border-radius:6px}
+figcaption{font-size:13px;margin-bottom:4px}figcaption span{color:var(--mute);margin-left:6px}
+.card small{display:block}svg text{font-size:10px;fill:var(--mute)}
+.hist rect{fill:var(--acc);opacity:.8}.hist line,.cibar line{stroke:#9aa5b1}
+.kchart polyline{fill:none;stroke:var(--acc);stroke-width:2}
+.kchart polygon{fill:var(--acc);opacity:.15}.kchart circle{fill:var(--acc)}
+.kchart .g{stroke:var(--line)}.cibar .ci{fill:var(--acc);opacity:.35}.cibar .m{fill:var(--fg)}
+.tools{display:flex;gap:12px;align-items:center;margin-bottom:8px}
+#filter{padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:220px}
+button{padding:3px 10px;border:1px solid var(--line);background:var(--bg);border-radius:4px;
+  cursor:pointer}
+.scroll{overflow:auto;max-height:520px;border:1px solid var(--line);border-radius:6px}
+.matrix{font-size:12px}.matrix td,.matrix th{padding:3px 8px}
+.matrix thead th{position:sticky;top:0;cursor:pointer;max-width:90px;vertical-align:bottom}
+.matrix tbody th{position:sticky;left:0;background:#fff}
+.matrix a{text-decoration:none;color:var(--acc)}
+.h1{background:#eef4fa}.h2{background:#dce8f4}.h3{background:#c6d9ed}.h4{background:#b9d1e9}
+th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
+#details{margin-top:12px}details{border:1px solid var(--line);border-radius:6px;margin:4px 0}
+summary{padding:5px 10px;cursor:pointer;font-weight:500}details[open] summary{background:var(--bg)}
+.body{padding:0 12px 10px}.judg{font-size:13px;width:100%}.sub{color:var(--mute);padding-left:12px}
+pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);padding:6px 8px;
+  border-radius:4px;font-size:12px;margin:4px 0}
+.config{max-height:420px;overflow:auto}.cols{display:flex;gap:32px;flex-wrap:wrap}
+.kv{font-size:13px}.kv code{font-size:12px}.ctx li{margin-bottom:4px}
+.tag{font-size:11px;color:var(--acc)}.text{margin:0;white-space:pre-wrap}
+[hidden]{display:none!important}
+"""
+
+JS = """(function () {
+  var rows = [].slice.call(document.querySelectorAll("#matrix tbody tr"));
+  var dets = [].slice.call(document.querySelectorAll("#details details"));
+  var f = document.getElementById("filter"), only = document.getElementById("onlyerr");
+  function apply() {
+    var q = f.value.toLowerCase();
+    rows.concat(dets).forEach(function (el) {
+      el.hidden = (q && el.dataset.id.toLowerCase().indexOf(q) < 0) ||
+        (only.checked && el.dataset.err !== "1");
+    });
+  }
+  f.addEventListener("input", apply);
+  only.addEventListener("change", apply);
+  document.getElementById("openall").onclick = function () {
+    dets.forEach(function (d) { if (!d.hidden) d.open = true; });
+  };
+  document.getElementById("closeall").onclick = function () {
+    dets.forEach(function (d) { d.open = false; });
+  };
+  document.querySelectorAll("#matrix a").forEach(function (a) {
+    a.addEventListener("click", function () {
+      var d = document.getElementById(a.getAttribute("href").slice(1));
+      if (d) d.open = true;
+    });
+  });
+  var body = document.querySelector("#matrix tbody");
+  var heads = [].slice.call(document.querySelectorAll("#matrix thead th"));
+  heads.forEach(function (th, i) {
+    th.addEventListener("click", function () {
+      var dir = th.classList.contains("asc") ? -1 : 1, num = th.dataset.t === "n";
+      heads.forEach(function (h) { h.classList.remove("asc", "desc"); });
+      th.classList.add(dir > 0 ? "asc" : "desc");
+      rows.sort(function (a, b) {  // missing values sort last either way
+        var x = a.children[i].dataset.v, y = b.children[i].dataset.v;
+        if (!num) return dir * x.localeCompare(y, undefined, {numeric: true});
+        if (x === "" || y === "") return (x === "") - (y === "");
+        return dir * (parseFloat(x) - parseFloat(y));
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+  document.body.setAttribute("data-ready", "1");
+})();"""
