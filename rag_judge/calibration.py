@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.data import read_text
 from rag_judge.errors import DataError
 from rag_judge.report import Report
 
@@ -179,12 +180,7 @@ def load_labels(path: str | Path) -> Labels:
     """Human labels: JSONL (``{"id": "q1", "faithfulness": 4}`` a line) or CSV (an ``id``
     column, one column per rubric). An empty cell or a null is "not labelled"."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
         rows = _jsonl_rows(text, path)

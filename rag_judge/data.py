@@ -136,18 +136,23 @@ class Dataset(BaseModel):
         return cls(samples=tuple(parsed))
 
 
+def read_text(path: Path) -> str:
+    """A UTF-8 text file, with errors that name it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
     """Read one sample per line. Errors name ``file:line`` and the field.
 
     With ``skip_invalid`` a bad line is skipped with a warning instead of raising.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path)
     samples: list[Sample] = []
     lines_of: dict[str, int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):

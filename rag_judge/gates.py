@@ -264,6 +264,14 @@ def _paired_differences(new: Report, base: Report, name: str) -> NDArray[np.floa
 # ---- command line -----------------------------------------------------------------------------
 
 
+def add_fail_under(parser: argparse.ArgumentParser) -> None:
+    """``--fail-under METRIC=VALUE``, shared by ``gate`` and ``run``."""
+    parser.add_argument(
+        "--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+        help="fail (exit 1) if METRIC's mean is below VALUE (repeatable), e.g. ndcg@10=0.6",
+    )  # fmt: skip
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     gate = subparsers.add_parser(
         "gate",
@@ -271,10 +279,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         description="Exit 0 when every gate passes, 1 when one fails, 2 on bad input.",
     )
     gate.add_argument("report", type=Path, help="report.json of the run to check")
-    gate.add_argument(
-        "--fail-under", action="append", default=[], metavar="METRIC=VALUE",
-        help="fail if METRIC < VALUE (repeatable), e.g. ndcg@10=0.6",
-    )  # fmt: skip
+    add_fail_under(gate)
     gate.add_argument(
         "--threshold", action="append", default=[], metavar="EXPR",
         help="'METRIC OP VALUE', OP one of >= > <= < == (repeatable), e.g. 'unscored_rate<=0.02'",

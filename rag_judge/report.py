@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from rag_judge import __version__
 from rag_judge.errors import DataError
 from rag_judge.evaluators.base import CorpusStatistic
+from rag_judge.llm.base import Usage
 from rag_judge.stats import bootstrap_ci
 
 if TYPE_CHECKING:
@@ -40,27 +41,6 @@ class SampleResult(BaseModel):
     scores: dict[str, float | None] = Field(default_factory=dict)
     errors: dict[str, str] = Field(default_factory=dict)
     judgments: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-
-class Usage(BaseModel):
-    """Model calls of a run; ``cost`` stays None unless prices were configured."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-
-    def add(self, other: dict[str, float | None]) -> Usage:
-        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
-        data = self.model_dump()
-        for key, value in other.items():
-            if key not in data or value is None:
-                continue
-            data[key] = value if data[key] is None else data[key] + value
-        return Usage.model_validate(data)
 
 
 def summarize(

@@ -10,7 +10,7 @@ from rag_judge import compare
 from rag_judge.config import ExperimentConfig, load_experiments
 from rag_judge.evaluators import JudgeEvaluator
 from rag_judge.experiments import folder_name
-from rag_judge.gates import check_gates, thresholds_from_cli
+from rag_judge.gates import add_fail_under, check_gates, thresholds_from_cli
 from rag_judge.pipeline import Pipeline
 from rag_judge.resources import resolve_config
 
@@ -26,10 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--dry-run", action="store_true",
         help="render every judge prompt and estimate tokens and cost; call nothing",
     )  # fmt: skip
-    run_.add_argument(
-        "--fail-under", action="append", default=[], metavar="METRIC=VALUE",
-        help="exit 1 if METRIC's mean is below VALUE (repeatable; adds to the config's gates)",
-    )  # fmt: skip
+    add_fail_under(run_)  # adds to the config's gates
     run_.set_defaults(handler=run)
 
 

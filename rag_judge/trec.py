@@ -16,7 +16,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from rag_judge.data import Context, Sample
+from rag_judge.data import Context, Sample, read_text
 from rag_judge.errors import DataError
 from rag_judge.ranking import Qrels, Run, encode, encode_runs, rankings_for
 
@@ -45,15 +45,6 @@ def _no_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _tokens(path: Path, text: str, width: int, layout: str) -> list[str]:
@@ -111,7 +102,7 @@ def _line_of_entry(text: str, entry: int) -> int:
 def read_qrels(path: str | Path) -> Qrels:
     """Read ``qid iter docid grade`` lines; a repeated (qid, docid) pair is an error."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     with _no_gc():
         tokens = _tokens(path, text, 4, "qrels (qid iter docid grade)")
         qids, docids, raw = tokens[0::4], tokens[2::4], tokens[3::4]
@@ -158,7 +149,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     Python strings at a time; ids become integer codes as they are read.
     """
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     qindex: dict[str, int] = {}
     dindex: dict[str, int] = {}
     q, d, scores = [], [], []

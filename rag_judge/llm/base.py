@@ -11,7 +11,34 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["ChatMessage", "Completion", "CompletionRequest", "LLMClient", "LLMError"]
+from pydantic import BaseModel
+
+__all__ = ["ChatMessage", "Completion", "CompletionRequest", "LLMClient", "LLMError", "Usage"]
+
+
+class Usage(BaseModel):
+    """What model calls cost. ``requests`` counts distinct calls sent (a retry is not a new
+    request); ``cache_hits`` counts results served without a call (from the cache, or from an
+    identical request earlier in the same run), so ``requests + cache_hits`` is the number of
+    requests given. ``failures`` counts results that are errors. ``cost`` is None without
+    prices."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, other: dict[str, float | None]) -> Usage:
+        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
+        data = self.model_dump()
+        for key, value in other.items():
+            if key not in data or value is None:
+                continue
+            data[key] = value if data[key] is None else data[key] + value
+        return Usage.model_validate(data)
 
 
 class LLMError(Exception):

@@ -22,10 +22,15 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from rag_judge.errors import ConfigError
-from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
+from rag_judge.llm.base import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    LLMClient,
+    LLMError,
+    Usage,
+)
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.progress import Progress
 from rag_judge.llm.ratelimit import Clock, RateLimiter, Sleeper, estimate_tokens, request_tokens
@@ -52,19 +57,7 @@ T = TypeVar("T")
 Result = Completion | LLMError
 
 
-class EngineUsage(BaseModel):
-    """What a run spent. ``requests`` counts distinct calls sent (a retry is not a new request);
-    ``cache_hits`` counts results served without a call (from the cache, or from an identical
-    request earlier in the same run), so ``requests + cache_hits`` is the number of requests
-    given. ``failures`` counts results that are errors. ``cost`` is None without prices."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
+EngineUsage = Usage  # the engine's accounting is the report's usage model
 
 
 def count_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
