@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_judge import __version__, calibration, compare, gates, run_command
+from rag_judge import __version__, calibration, compare, gates, pairwise, run_command
 from rag_judge.errors import RagJudgeError
 from rag_judge.metrics.retrieval import compute, parse_metric
 from rag_judge.trec import rankings_for, read_qrels, read_run
@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     gates.add_parser(sub)
     calibration.add_parser(sub)
+    pairwise.add_parser(sub)
     return parser
 
 

@@ -29,12 +29,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag_judge.llm.base import Completion
 
 __all__ = [
+    "FENCE",
     "SCORE_LABELS",
     "VERDICT_SCHEMA",
     "JudgeVerdict",
     "Reading",
     "Scoring",
     "Unscored",
+    "braced",
+    "lenient_loads",
     "normalise_probs",
     "parse_verdict",
     "read_completion",
@@ -88,7 +91,7 @@ def reask_message(problem: str) -> str:
     )
 
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _PROSE = re.compile(
     r"(final\s+)?\b(?:score|rating)\b\**\s*(?:is|of|=|:)?\s*\**\s*"
@@ -112,16 +115,16 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
 def _find_object(text: str) -> tuple[dict[str, Any] | None, int]:
     """The first JSON object with a score-like key: whole reply, fenced blocks, then any {...}."""
     candidates: list[tuple[str, int]] = [(text, 0)]
-    candidates += [(m.group(1), m.start(1)) for m in _FENCE.finditer(text)]
-    candidates += _braced(text)
+    candidates += [(m.group(1), m.start(1)) for m in FENCE.finditer(text)]
+    candidates += braced(text)
     for chunk, offset in candidates:
-        obj = _loads(chunk)
+        obj = lenient_loads(chunk)
         if isinstance(obj, dict) and _score_key(obj) is not None:
             return obj, offset
     return None, 0
 
 
-def _braced(text: str) -> list[tuple[str, int]]:
+def braced(text: str) -> list[tuple[str, int]]:
     """Balanced top-level ``{...}`` substrings, skipping braces inside quoted strings."""
     out, depth, start, quote, escaped = [], 0, -1, "", False
     for i, ch in enumerate(text):
@@ -144,7 +147,7 @@ def _braced(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def _loads(chunk: str) -> Any:
+def lenient_loads(chunk: str) -> Any:
     chunk = chunk.strip()
     if not chunk.startswith("{"):
         return None

@@ -1,0 +1,181 @@
+"""Pairwise verdicts: reading "which answer is better" replies and mapping two orders to A/B.
+
+A verdict is ``{"reason": ..., "winner": "1" | "2" | "tie"}``; the tolerant reader also accepts
+fenced JSON, JSON inside prose and "Winner: 2". Asked in both orders, two verdicts that
+disagree count as a tie (the verdict followed the position, not the answer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.judge.parse import FENCE, Unscored, braced, lenient_loads
+from rag_judge.llm.base import CompletionRequest
+from rag_judge.llm.stub import Responder, support
+
+__all__ = [
+    "PAIRWISE_SCHEMA",
+    "Order",
+    "Preference",
+    "Side",
+    "Winner",
+    "always_tie",
+    "combine",
+    "outcome_values",
+    "pairwise_lexical",
+    "parse_preference",
+    "reask_message",
+    "to_side",
+]
+
+Winner = Literal["1", "2", "tie"]
+Side = Literal["A", "B", "tie"]
+Order = Literal["AB", "BA"]
+
+PAIRWISE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "winner": {"type": "string", "enum": ["1", "2", "tie"]},
+    },
+    "required": ["reason", "winner"],
+    "additionalProperties": False,
+}
+
+# ---- reading a verdict ------------------------------------------------------------------------
+
+_KEYS = {"winner", "better", "preferred", "preference", "choice"}
+_WORDS: dict[str, Winner] = {"1": "1", "2": "2", "tie": "tie", "draw": "tie", "equal": "tie"}
+_PREFIX = re.compile(r"^(?:answer|response)[\s_#-]*")
+_PROSE = re.compile(
+    r"\b(?:winner|better answer)\b\**\s*(?:is|=|:)?\s*\**\s*[\"']?(?:answer\s*)?(1|2|tie|draw)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """A readable verdict: the position that won (or a tie) and the judge's reason."""
+
+    winner: Winner
+    reason: str
+
+
+def _winner(value: Any) -> Winner | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and value in (1, 2):
+        return "1" if value == 1 else "2"
+    if isinstance(value, str):
+        return _WORDS.get(_PREFIX.sub("", value.strip().strip("*\"'. ").lower()))
+    return None
+
+
+def parse_preference(text: str) -> Preference | Unscored:
+    """Read a ``{"reason", "winner": "1"|"2"|"tie"}`` reply tolerantly (fences, text around the
+    JSON, single quotes, trailing commas, ``Winner: 2`` prose). Never raises."""
+    if not text or not text.strip():
+        return Unscored(reason="empty reply", raw=text)
+    chunks = [text, *(m.group(1) for m in FENCE.finditer(text)), *(c for c, _ in braced(text))]
+    for chunk in chunks:
+        obj = lenient_loads(chunk)
+        key = (
+            next((k for k in obj if str(k).strip().lower() in _KEYS), None)
+            if isinstance(obj, dict)
+            else None
+        )
+        if obj is None or key is None:
+            continue
+        reason = next((v for k, v in obj.items() if str(k).lower() in {"reason", "reasoning"}), "")
+        reason = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
+        winner = _winner(obj[key])
+        if winner is None:
+            return Unscored(reason=f'winner {obj[key]!r} is not one of "1", "2", "tie"', raw=text)
+        return Preference(winner, reason.strip())
+    bare = _winner(text)
+    found = {_winner(m.group(1)) for m in _PROSE.finditer(text)} if bare is None else {bare}
+    if not found:
+        return Unscored(
+            reason="no JSON object with a 'winner' and no 'Winner: 1|2|tie' in the reply", raw=text
+        )
+    if len(found) > 1:
+        listed = ", ".join(sorted(str(w) for w in found))
+        return Unscored(reason=f"ambiguous: the reply names several winners ({listed})", raw=text)
+    winner = found.pop()
+    assert winner is not None  # the prose pattern only captures readable winners
+    return Preference(winner, text.strip() if bare is None else "")
+
+
+def reask_message(problem: str) -> str:
+    return (
+        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
+        'of the form {"reason": "<one or two sentences>", "winner": "1" | "2" | "tie"} and '
+        "nothing else."
+    )
+
+
+# ---- outcomes ---------------------------------------------------------------------------------
+
+
+def to_side(winner: Winner, order: Order) -> Side:
+    """The variant a positional verdict names: in order "BA", ANSWER 1 is B."""
+    if winner == "tie":
+        return "tie"
+    first_is_a = (order == "AB") == (winner == "1")
+    return "A" if first_is_a else "B"
+
+
+def combine(ab: Side, ba: Side) -> tuple[Side, bool]:
+    """The pair's outcome from its two mapped verdicts, and whether they agree. Disagreement
+    (the verdict changed with the order) is a tie: neither answer won on its merits."""
+    return (ab, True) if ab == ba else ("tie", False)
+
+
+def outcome_values(outcomes: Sequence[Side]) -> NDArray[np.float64]:
+    """Per pair: 1 for a B win, 0.5 for a tie, 0 for an A win (their mean is B's win rate)."""
+    points = {"B": 1.0, "tie": 0.5, "A": 0.0}
+    return np.array([points[o] for o in outcomes], dtype=np.float64)
+
+
+# ---- the offline stub judge -------------------------------------------------------------------
+
+_ANY_SECTION = re.compile(r"<<<BEGIN ([A-Z0-9 ]+)>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
+
+
+def pairwise_lexical() -> Responder:
+    """A deterministic stub: each answer's word-overlap share (``stub.support``) with the
+    references and its own contexts, or else with the question; the higher share wins, equal
+    shares tie. Symmetric in the positions, so its verdicts never flip with the order."""
+
+    def respond(request: CompletionRequest) -> str:
+        sections = dict(_ANY_SECTION.findall("\n".join(m.content for m in request.messages)))
+        shares = []
+        for n in ("1", "2"):
+            answer = sections.get(f"ANSWER {n}", "")
+            evidence = [
+                b
+                for k, b in sections.items()
+                if k.startswith("REFERENCE") or k.startswith(f"ANSWER {n} CONTEXT")
+            ]
+            if evidence:
+                shares.append(support(answer, evidence))
+            else:
+                shares.append(support(sections.get("QUESTION", ""), [answer]))
+        winner = "tie" if math.isclose(*shares) else ("1" if shares[0] > shares[1] else "2")
+        reason = f"word overlap {shares[0]:.0%} (answer 1) vs {shares[1]:.0%} (answer 2)"
+        return json.dumps({"reason": reason, "winner": winner})
+
+    respond.name = "stub-pairwise-lexical"  # type: ignore[attr-defined]
+    return respond
+
+
+def always_tie(request: CompletionRequest) -> str:
+    return json.dumps({"reason": "fixed stub verdict", "winner": "tie"})
