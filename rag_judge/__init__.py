@@ -16,9 +16,11 @@ from rag_judge.evaluators import (
     RetrievalEvaluator,
     RougeEvaluator,
 )
+from rag_judge.loaders import load_dataset
 from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
 from rag_judge.pipeline import Pipeline
 from rag_judge.report import MetricSummary, Report, SampleResult, Usage
+from rag_judge.target import TargetRun, resolve_target, run_target_sync
 from rag_judge.trec import (
     Qrels,
     Run,
@@ -56,17 +58,21 @@ __all__ = [
     "Run",
     "Sample",
     "SampleResult",
+    "TargetRun",
     "Usage",
     "__version__",
     "compute",
     "load_config",
+    "load_dataset",
     "parse_metric",
     "qrels_from_samples",
     "rankings_for",
     "read_jsonl",
     "read_qrels",
     "read_run",
+    "resolve_target",
     "run_from_samples",
+    "run_target_sync",
     "samples_from_trec",
     "write_jsonl",
     "write_qrels",

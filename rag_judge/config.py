@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -32,6 +32,13 @@ class ExperimentConfig(BaseModel):
 
     name: str = "experiment"
     dataset: Path | None = None
+    dataset_format: Literal["jsonl", "csv", "parquet"] | None = None  # None: from the extension
+    dataset_layout: Literal["rag-judge", "ragas"] | None = None  # None: from the column names
+    # A live system to evaluate: "package.module:function" or "file.py:function", called with
+    # each question; its answers and contexts replace the dataset's.
+    target: str | None = None
+    target_concurrency: int = Field(default=4, ge=1)
+    target_timeout: float | None = Field(default=None, gt=0)
     output_dir: Path | None = None
     seed: int = 0
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
@@ -87,6 +94,9 @@ def load_experiments(
         # The dataset is found next to the config; the output goes under the working folder.
         if isinstance(variant.get("dataset"), str) and "dataset" not in (overrides or {}):
             variant["dataset"] = str(path.parent / variant["dataset"])
+        target = variant.get("target")
+        if isinstance(target, str) and target.rpartition(":")[0].endswith(".py"):
+            variant["target"] = str(path.parent / target)  # a file next to the config
         if isinstance(variant.get("evaluators"), list):
             variant["evaluators"] = [
                 EVALUATORS[ev["type"]].resolve_paths(dict(ev), path.parent)

@@ -6,11 +6,14 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from rag_judge import __version__
 from rag_judge.config import ExperimentConfig, load_config
-from rag_judge.data import Dataset, Sample, read_jsonl
+from rag_judge.data import Dataset, Sample
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
+from rag_judge.loaders import load_dataset
 from rag_judge.report import Report, SampleResult, Usage, summarize
+from rag_judge.target import resolve_target, run_target_sync
 
 __all__ = ["Pipeline"]
 
@@ -40,19 +43,27 @@ class Pipeline:
     def load_dataset(self) -> Dataset:
         if self.config.dataset is None:
             raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
-        return read_jsonl(self.config.dataset)
+        return load_dataset(
+            self.config.dataset,
+            format=self.config.dataset_format,
+            layout=self.config.dataset_layout,
+        )
 
     def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> Report:
         """Evaluate every sample with every evaluator. Per-sample failures are recorded in the
         report, never raised; an evaluator that crashes outright fails only its own metrics."""
         samples = list(self.load_dataset() if dataset is None else dataset)
+        outputs = []
+        if self.config.target is not None:
+            samples, called = self._call_target(samples)
+            outputs.append(called)
+        outputs += [self._run_one(evaluator, samples) for evaluator in self.config.evaluators]
         results = [SampleResult(id=s.id) for s in samples]
         signatures: dict[str, str] = {}
         columns: dict[str, list[float | None]] = {}
         corpus = {}
         usage = Usage()
-        for evaluator in self.config.evaluators:
-            out = self._run_one(evaluator, samples)
+        for out in outputs:
             usage = usage.add(out.usage)
             signatures.update(out.signatures)
             corpus.update(out.corpus)
@@ -85,6 +96,27 @@ class Pipeline:
             usage=usage,
             config=self.config.model_dump(mode="json"),
         )
+
+    def _call_target(self, samples: list[Sample]) -> tuple[list[Sample], EvaluatorResult]:
+        """Answer every question with the configured target; its latency is the metric
+        ``latency_s`` and a failed call is recorded under ``errors["target"]``."""
+        cfg = self.config
+        assert cfg.target is not None
+        target = resolve_target(cfg.target)  # a bad spec fails here, before any call
+        called = run_target_sync(
+            target, samples, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout
+        )
+        timeout = f"{cfg.target_timeout:g}" if cfg.target_timeout else "none"
+        signature = (
+            f"latency_s|target:{cfg.target}|concurrency:{cfg.target_concurrency}"
+            f"|timeout:{timeout}|unit:s|version:{__version__}"
+        )
+        result = EvaluatorResult(
+            scores={"latency_s": list(called.latency)},
+            errors=[{"target": e} if e else {} for e in called.errors],
+            signatures={"latency_s": signature},
+        )
+        return list(called.samples), result
 
     @staticmethod
     def _run_one(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:

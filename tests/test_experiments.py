@@ -98,3 +98,24 @@ def test_a_misspelt_key_in_a_variant_is_an_unknown_key(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"unknown key 'threshold' \(variant a=x\)"):
         load_experiments(path)
+
+
+def test_a_config_target_answers_each_question_and_records_latency(tmp_path: Path) -> None:
+    examples = Path(__file__).parent.parent / "examples" / "toy_rag.py"
+    path = tmp_path / "live.yaml"
+    path.write_text(
+        f"dataset: {DATA}\ntarget: {examples}:answer\ntarget_concurrency: 2\n"
+        "evaluators:\n  - {type: retrieval, metrics: [mrr]}\n  - {type: bleu}\n"
+    )
+    from rag_judge import Pipeline
+
+    report = Pipeline.from_yaml(path).run()
+    latency = report.summary["latency_s"]
+    assert latency.n == 30 and latency.errors == 0 and latency.mean is not None
+    assert latency.mean > 0
+    assert report.signatures["latency_s"].startswith(f"latency_s|target:{examples}:answer|")
+    assert report.summary["bleu"].n == 30  # the toy system's answers were evaluated
+    with pytest.raises(ConfigError, match="target"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(f"dataset: {DATA}\ntarget: no_such_module:f\nevaluators: [{{type: bleu}}]\n")
+        Pipeline.from_yaml(bad).run()

@@ -4,12 +4,13 @@ import rag_judge
 
 PUBLIC = {
     "EVALUATORS", "BleuEvaluator", "BootstrapConfig", "ConfigError", "Context", "DataError",
-    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "JudgeEvaluator", "MetricSpec",
-    "MetricSummary", "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report",
-    "RetrievalEvaluator", "RougeEvaluator", "Run", "Sample", "SampleResult", "Usage",
-    "__version__", "compute", "load_config", "parse_metric", "qrels_from_samples",
-    "rankings_for", "read_jsonl", "read_qrels", "read_run", "run_from_samples",
-    "samples_from_trec", "write_jsonl", "write_qrels", "write_run",
+    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "JudgeEvaluator",
+    "MetricSpec", "MetricSummary", "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report",
+    "RetrievalEvaluator", "RougeEvaluator", "Run", "Sample", "SampleResult", "TargetRun",
+    "Usage", "__version__", "compute", "load_config", "load_dataset", "parse_metric",
+    "qrels_from_samples", "rankings_for", "read_jsonl", "read_qrels", "read_run",
+    "resolve_target", "run_from_samples", "run_target_sync", "samples_from_trec",
+    "write_jsonl", "write_qrels", "write_run",
 }  # fmt: skip
 
 
