@@ -9,6 +9,7 @@ from rag_judge.data import Context, Dataset, Sample, read_jsonl, write_jsonl
 from rag_judge.errors import ConfigError, DataError, RagJudgeError
 from rag_judge.evaluators import (
     EVALUATORS,
+    BERTScoreEvaluator,
     BleuEvaluator,
     Evaluator,
     EvaluatorResult,
@@ -36,6 +37,7 @@ from rag_judge.trec import (
 
 __all__ = [
     "EVALUATORS",
+    "BERTScoreEvaluator",
     "BleuEvaluator",
     "BootstrapConfig",
     "ConfigError",

@@ -112,7 +112,7 @@ def test_run_with_a_bad_dataset_override(tmp_path: Path, capsys) -> None:
 def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) -> None:
     assert main(["run", "configs/demo.yaml", "--dry-run", "--out", str(tmp_path)]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert line.startswith("evaluators[3] (judge): ")
+    assert line.startswith("evaluators[4] (judge): ")
     estimate = json.loads(line.split(": ", 1)[1])
     # 30 samples x 4 single-request rubrics + one request per retrieved context
     contexts = sum(len(json.loads(x)["contexts"]) for x in

@@ -3,7 +3,8 @@
 import rag_judge
 
 PUBLIC = {
-    "EVALUATORS", "BleuEvaluator", "BootstrapConfig", "ConfigError", "Context", "DataError",
+    "EVALUATORS", "BERTScoreEvaluator", "BleuEvaluator", "BootstrapConfig", "ConfigError",
+    "Context", "DataError",
     "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "JudgeEvaluator",
     "MetricSpec", "MetricSummary", "Pipeline", "Qrels", "RagJudgeError", "Rankings", "Report",
     "RetrievalEvaluator", "RougeEvaluator", "Run", "Sample", "SampleResult", "TargetRun",

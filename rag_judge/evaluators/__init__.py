@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import Field
 
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.bertscore import BERTScoreEvaluator
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
@@ -14,6 +15,7 @@ from rag_judge.evaluators.retrieval import RetrievalEvaluator
 __all__ = [
     "EVALUATORS",
     "AnyEvaluator",
+    "BERTScoreEvaluator",
     "BleuEvaluator",
     "CorpusStatistic",
     "Evaluator",
@@ -28,6 +30,7 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "retrieval": RetrievalEvaluator,
     "rouge": RougeEvaluator,
     "bleu": BleuEvaluator,
+    "bertscore": BERTScoreEvaluator,
     "judge": JudgeEvaluator,
 }
 

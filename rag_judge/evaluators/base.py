@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_judge.data import Sample
 
-__all__ = ["CorpusStatistic", "Evaluator", "EvaluatorResult"]
+__all__ = ["CorpusStatistic", "Evaluator", "EvaluatorResult", "with_answer_and_references"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,21 @@ class Evaluator(BaseModel):
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
         raise NotImplementedError
+
+
+def with_answer_and_references(samples: Sequence[Sample], result: EvaluatorResult) -> list[int]:
+    """Indices of samples with an answer and a reference; the others get a per-sample error.
+
+    An empty or blank answer is a valid input that the libraries score (as 0)."""
+    usable = []
+    for i, sample in enumerate(samples):
+        missing = []
+        if sample.answer is None:
+            missing.append("field 'answer' is missing")
+        if not sample.references:
+            missing.append("field 'references' is missing or empty")
+        if missing:
+            result.fail(i, "; ".join(missing))
+        else:
+            usable.append(i)
+    return usable

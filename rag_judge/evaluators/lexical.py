@@ -11,7 +11,12 @@ from pydantic import Field, field_validator, model_validator
 
 from rag_judge import __version__
 from rag_judge.data import Sample
-from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.base import (
+    CorpusStatistic,
+    Evaluator,
+    EvaluatorResult,
+    with_answer_and_references,
+)
 from rag_judge.metrics.lexical import (
     ROUGE_MEASURES,
     ROUGE_TOKENIZERS,
@@ -37,24 +42,6 @@ def _pick(kind: str, values: tuple[str, ...], legal: tuple[str, ...]) -> tuple[s
     if dup:
         raise ValueError(f"{kind} listed twice: {', '.join(dup)}")
     return values
-
-
-def _usable(samples: Sequence[Sample], result: EvaluatorResult) -> list[int]:
-    """Indices of samples with an answer and a reference; the others get a per-sample error.
-
-    An empty or blank answer is a valid input that the libraries score (as 0)."""
-    usable = []
-    for i, sample in enumerate(samples):
-        missing = []
-        if sample.answer is None:
-            missing.append("field 'answer' is missing")
-        if not sample.references:
-            missing.append("field 'references' is missing or empty")
-        if missing:
-            result.fail(i, "; ".join(missing))
-        else:
-            usable.append(i)
-    return usable
 
 
 class RougeEvaluator(Evaluator):
@@ -106,7 +93,7 @@ class RougeEvaluator(Evaluator):
             f"{t}_{m}": self.signature(t) for t in self.rouge_types for m in self.measures
         }
         result = EvaluatorResult.empty(len(samples), names, signatures)
-        usable = _usable(samples, result)
+        usable = with_answer_and_references(samples, result)
         if not usable:
             return result
         scores = rouge_scores(
@@ -162,7 +149,7 @@ class BleuEvaluator(Evaluator):
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
         result = EvaluatorResult.empty(len(samples), ["bleu"], {})
-        usable = _usable(samples, result)
+        usable = with_answer_and_references(samples, result)
         stats = bleu_statistics(
             [samples[i].answer or "" for i in usable],
             [samples[i].references for i in usable],
