@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from rag_judge.data import read_text
 from rag_judge.errors import DataError
+from rag_judge.loaders import load_dataset
 from rag_judge.report import Report
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "add_parser",
     "calibrate",
     "krippendorff_alpha_interval",
+    "labels_from_dataset",
     "load_labels",
     "quadratic_kappa",
     "render_markdown",
@@ -260,6 +262,28 @@ def _label(key: str, value: Any) -> int:
     return int(number)
 
 
+def labels_from_dataset(path: str | Path, column: str) -> Labels:
+    """Labels kept in the dataset itself: each sample's ``metadata[column]`` holds
+    ``{rubric: 1-5}``; samples without it are unlabelled. Errors name file, sample and field."""
+    labels: Labels = {}
+    for sample in load_dataset(path):
+        row = sample.metadata.get(column)
+        if row is None:
+            continue
+        if not isinstance(row, dict):
+            raise DataError(
+                f"{path}: sample {sample.id!r}: field 'metadata.{column}': expected a mapping "
+                f"of rubric -> label, got {type(row).__name__}"
+            )
+        try:
+            labels[sample.id] = _parse_row({**row, "id": sample.id})[1]
+        except DataError as exc:
+            raise DataError(f"{path}: sample {sample.id!r}: metadata.{column}: {exc}") from None
+    if not labels:
+        raise DataError(f"{path}: no sample carries labels in metadata.{column}")
+    return labels
+
+
 # ---- output -----------------------------------------------------------------------------------
 
 _HEADER = ["rubric", "n", "Spearman ρ", "QWK κ", "Krippendorff α", "exact", "within ±1", "unpaired"]
@@ -294,12 +318,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     cal.add_argument("report", type=Path, help="report.json with judge rubric scores")
     cal.add_argument("labels", type=Path, help="human labels: .jsonl or .csv (id + rubric columns)")
+    cal.add_argument(
+        "--column", metavar="NAME",
+        help="LABELS is the dataset itself; read each sample's labels from metadata.NAME",
+    )  # fmt: skip
     cal.add_argument("--format", choices=["table", "md", "json"], default="table")
     cal.set_defaults(handler=run_calibrate)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    results = calibrate(Report.load(args.report), load_labels(args.labels))
+    labels = (
+        labels_from_dataset(args.labels, args.column) if args.column else load_labels(args.labels)
+    )
+    results = calibrate(Report.load(args.report), labels)
     if args.format == "json":
         print(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2, ensure_ascii=False))
     elif args.format == "md":

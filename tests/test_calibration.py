@@ -225,3 +225,23 @@ def test_markdown_and_cli(tmp_path: Path, capsys) -> None:
     assert table[0].split() == ["rubric", "n", "Spearman", "ρ", "QWK", "κ", "Krippendorff", "α",
                                 "exact", "within", "±1", "unpaired"]  # fmt: skip
     assert table[1].split()[:4] == ["faith", "10", "0.907", "0.865"]
+
+
+def test_labels_as_a_dataset_column(tmp_path: Path) -> None:
+    from rag_judge.calibration import labels_from_dataset
+
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        '{"id": "a", "metadata": {"human": {"faithfulness": 4}}}\n'
+        '{"id": "b"}\n'
+        '{"id": "c", "metadata": {"human": {"faithfulness": 2, "correctness": "5"}}}\n'
+    )
+    assert labels_from_dataset(path, "human") == {
+        "a": {"faithfulness": 4},
+        "c": {"faithfulness": 2, "correctness": 5},
+    }
+    path.write_text('{"id": "a", "metadata": {"human": {"faithfulness": 7}}}\n')
+    with pytest.raises(DataError, match=r"sample 'a': metadata.human: field 'faithfulness'"):
+        labels_from_dataset(path, "human")
+    with pytest.raises(DataError, match=r"no sample carries labels in metadata\.other"):
+        labels_from_dataset(path, "other")
