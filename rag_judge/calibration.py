@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.data import read_text
+from rag_judge.data import json_lines, read_text
 from rag_judge.errors import DataError
 from rag_judge.loaders import load_dataset
 from rag_judge.report import Report
@@ -208,15 +208,9 @@ def load_labels(path: str | Path) -> Labels:
 
 def _jsonl_rows(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+    for lineno, obj in json_lines(text):
+        if isinstance(obj, DataError):
+            raise DataError(f"{path}:{lineno}: {obj}")
         rows.append((lineno, obj))
     return rows
 

@@ -139,7 +139,7 @@ class Dataset(BaseModel):
 def read_text(path: Path) -> str:
     """A UTF-8 text file, with errors that name it."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except UnicodeDecodeError as exc:
@@ -155,11 +155,9 @@ def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
     text = read_text(path)
     samples: list[Sample] = []
     lines_of: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, obj in json_lines(text):
         try:
-            sample = _parse_line(line)
+            sample = _to_sample(obj)
             if sample.id in lines_of:
                 raise DataError(
                     f"field 'id': sample id {sample.id!r} already used on line "
@@ -178,13 +176,26 @@ def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
     return Dataset(samples=tuple(samples), source=str(path))
 
 
-def _parse_line(line: str) -> Sample:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise DataError(f"expected a JSON object, got {type(obj).__name__}")
+def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
+    """(line number, object) for each non-blank line of a JSON Lines text; a line that is not
+    a JSON object comes as a DataError saying why, for the caller to place or skip."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield lineno, DataError(f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if isinstance(obj, dict):
+            yield lineno, obj
+        else:
+            yield lineno, DataError(f"expected a JSON object, got {type(obj).__name__}")
+
+
+def _to_sample(obj: dict[str, Any] | DataError) -> Sample:
+    if isinstance(obj, DataError):
+        raise obj
     try:
         return Sample.model_validate(obj)
     except ValidationError as exc:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from rag_judge.data import Dataset, Sample, read_jsonl
+from rag_judge.data import Dataset, Sample, json_lines, read_jsonl, read_text
 from rag_judge.errors import DataError, validation_messages
 
 __all__ = ["FORMATS", "LAYOUTS", "load_dataset", "read_csv", "read_parquet"]
@@ -89,7 +89,7 @@ def read_csv(path: str | Path, *, layout: str | None = None, skip_invalid: bool 
     lists, is accepted too); an empty cell is a missing value. Errors name the row's first
     physical line."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     old_limit = csv.field_size_limit()
     csv.field_size_limit(2**31 - 1)  # a row of long contexts easily passes the 128 KiB default
     try:
@@ -189,15 +189,6 @@ def _check_columns(columns: list[str], layout: Layout, where: str) -> None:
 # --- readers that yield (where, row number, cells) -------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # -sig: Excel writes a byte-order mark
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
 def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
     reader = csv.reader(text.splitlines(keepends=True))
     try:
@@ -224,30 +215,17 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, int, dict[str, Any]]
 
 def _jsonl_layout(path: Path) -> Layout:
     """The layout of the first parseable line; read_jsonl reports any broken line itself."""
-    for line in _read_text(path).splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            return "rag-judge"
-        return _detect_layout(list(obj), path) if isinstance(obj, dict) else "rag-judge"
+    for _, obj in json_lines(read_text(path)):
+        return "rag-judge" if isinstance(obj, DataError) else _detect_layout(list(obj), path)
     return "rag-judge"
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict[str, Any] | DataError]]:
     n = 0
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, obj in json_lines(read_text(path)):
         n += 1
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield str(lineno), n, DataError(f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            yield str(lineno), n, DataError(f"expected a JSON object, got {type(obj).__name__}")
+        if isinstance(obj, DataError):
+            yield str(lineno), n, obj
             continue
         unknown = [k for k in obj if k not in _RAGAS_COLUMNS]
         if unknown:

@@ -14,7 +14,7 @@ import argparse
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -288,12 +288,7 @@ def _settle(calls: list[_Call], outputs: list[Completion | LLMError]) -> None:
 def _followup(call: _Call) -> CompletionRequest:
     """The re-ask: the previous exchange, then the parse error quoted back."""
     assert isinstance(call.outcome, Unscored)
-    messages = (
-        *call.request.messages,
-        ChatMessage(role="assistant", content=call.replies[-1].text),
-        ChatMessage(role="user", content=reask_message(call.outcome.reason)),
-    )
-    return replace(call.request, messages=messages)
+    return call.request.followed_by(call.replies[-1].text, reask_message(call.outcome.reason))
 
 
 def _decide(pair: PairOutcome) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -289,12 +289,7 @@ class JudgeEvaluator(Evaluator):
 def _followup(job: _Job) -> CompletionRequest:
     """The re-ask: the previous exchange, then the parse error quoted back."""
     assert isinstance(job.outcome, Unscored)
-    messages = (
-        *job.request.messages,
-        ChatMessage(role="assistant", content=job.replies[-1].text),
-        ChatMessage(role="user", content=reask_message(job.outcome.reason)),
-    )
-    return replace(job.request, messages=messages)
+    return job.request.followed_by(job.replies[-1].text, reask_message(job.outcome.reason))
 
 
 def _fail(result: EvaluatorResult, index: int, rubric: str, message: str) -> None:

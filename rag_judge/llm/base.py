@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -81,6 +81,12 @@ class CompletionRequest:
     n: int = 1
     # The label set a scoring client (the local model) reads a distribution over, e.g. "1".."5".
     score_labels: tuple[str, ...] | None = None
+
+    def followed_by(self, reply: str, message: str) -> CompletionRequest:
+        """This request continued: the model's ``reply``, then a new user ``message`` (a
+        re-ask quoting what was wrong with the reply)."""
+        turns = (ChatMessage("assistant", reply), ChatMessage("user", message))
+        return replace(self, messages=(*self.messages, *turns))
 
     def fingerprint(self, *, provider: str, model: str, base_url: str | None) -> str:
         """SHA-256 over provider, model, endpoint and every request field; never a secret."""
