@@ -119,3 +119,22 @@ def test_a_config_target_answers_each_question_and_records_latency(tmp_path: Pat
         bad = tmp_path / "bad.yaml"
         bad.write_text(f"dataset: {DATA}\ntarget: no_such_module:f\nevaluators: [{{type: bleu}}]\n")
         Pipeline.from_yaml(bad).run()
+
+
+def test_pipeline_runs_inside_a_running_event_loop() -> None:
+    """As in Jupyter: a judge and a target called from code already inside an event loop."""
+    import asyncio
+
+    from rag_judge import ExperimentConfig, JudgeEvaluator, Pipeline, read_jsonl
+
+    examples = Path(__file__).parent.parent / "examples" / "toy_rag.py"
+    samples = list(read_jsonl(DATA))[:3]
+    config = ExperimentConfig(
+        target=f"{examples}:aanswer",
+        evaluators=[JudgeEvaluator(rubrics=["faithfulness"], cache=None)],
+    )
+
+    async def notebook_cell() -> float | None:
+        return Pipeline(config).run(samples).summary["faithfulness"].mean
+
+    assert asyncio.run(notebook_cell()) is not None
