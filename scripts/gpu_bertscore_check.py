@@ -16,12 +16,12 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-import torch  # noqa: E402
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors  # noqa: E402
-from transformers import BertConfig, BertModel, PreTrainedTokenizerFast  # noqa: E402
+import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-from rag_judge import Sample, embeddings  # noqa: E402
-from rag_judge.evaluators.bertscore import BERTScoreEvaluator  # noqa: E402
+from rag_judge import Sample, embeddings
+from rag_judge.evaluators.bertscore import BERTScoreEvaluator
 
 FOLDER = "/tmp/rag-judge-tiny-bert"
 WORDS = [f"w{i}" for i in range(400)] + ["the", "ocean", "pacific", "largest", "is", "a"]
