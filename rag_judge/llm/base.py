@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -90,7 +90,11 @@ class CompletionRequest:
 
     def fingerprint(self, *, provider: str, model: str, base_url: str | None) -> str:
         """SHA-256 over provider, model, endpoint and every request field; never a secret."""
-        payload = {"provider": provider, "model": model, "base_url": base_url, **asdict(self)}
+        # Field by field rather than dataclasses.asdict, whose recursive deep copy was a tenth of
+        # the client's CPU per call; the key covers exactly the same data.
+        payload: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url}
+        payload.update({f.name: getattr(self, f.name) for f in fields(self)})
+        payload["messages"] = [{"role": m.role, "content": m.content} for m in self.messages]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

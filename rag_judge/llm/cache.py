@@ -13,7 +13,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,8 @@ _STORED_FIELDS = ("choices", "prompt_tokens", "completion_tokens", "token_logpro
 
 
 def _encode(completion: Completion) -> str:
-    data = asdict(completion)
-    stored = {k: data[k] for k in _STORED_FIELDS}
-    stored["extra"] = data["extra"]
+    # Read the fields directly: dataclasses.asdict deep-copies every nested value first.
+    stored = {k: getattr(completion, k) for k in (*_STORED_FIELDS, "extra")}
     return json.dumps(stored, ensure_ascii=False, sort_keys=True)
 
 
