@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag_judge.errors import DataError, validation_messages
 
-__all__ = ["Context", "Dataset", "Sample", "read_jsonl", "write_jsonl"]
+__all__ = [
+    "Context",
+    "Dataset",
+    "Sample",
+    "gather_samples",
+    "json_lines",
+    "read_jsonl",
+    "read_text",
+    "write_jsonl",
+]
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
@@ -152,24 +162,32 @@ def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
     With ``skip_invalid`` a bad line is skipped with a warning instead of raising.
     """
     path = Path(path)
-    text = read_text(path)
+    parsed = ((str(n), partial(_to_sample, obj)) for n, obj in json_lines(read_text(path)))
+    return gather_samples(path, parsed, skip_invalid=skip_invalid)
+
+
+def gather_samples(
+    path: Path, parsed: Iterable[tuple[str, Callable[[], Sample]]], *, skip_invalid: bool
+) -> Dataset:
+    """A dataset from (location, parse) pairs, where a location is a line number ("12") or a
+    row ("row 3"). A parse that raises DataError, or a repeated sample id, is an error naming
+    ``file:location``, or with ``skip_invalid`` a warning and a skipped sample."""
     samples: list[Sample] = []
-    lines_of: dict[str, int] = {}
-    for lineno, obj in json_lines(text):
+    where_of: dict[str, str] = {}
+    for where, parse in parsed:
         try:
-            sample = _to_sample(obj)
-            if sample.id in lines_of:
+            sample = parse()
+            if sample.id in where_of:
                 raise DataError(
-                    f"field 'id': sample id {sample.id!r} already used on line "
-                    f"{lines_of[sample.id]}"
+                    f"field 'id': sample id {sample.id!r} already used on {where_of[sample.id]}"
                 )
         except DataError as exc:
-            message = f"{path}:{lineno}: {exc}"
+            message = f"{path}:{where}: {exc}"
             if not skip_invalid:
                 raise DataError(message) from None
-            warnings.warn(f"skipping invalid sample: {message}", stacklevel=2)
+            warnings.warn(f"skipping invalid sample: {message}", stacklevel=3)
             continue
-        lines_of[sample.id] = lineno
+        where_of[sample.id] = where if where.startswith("row") else f"line {where}"
         samples.append(sample)
     if not samples:
         raise DataError(f"{path}: contains no samples")

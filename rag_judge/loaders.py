@@ -10,14 +10,14 @@ import ast
 import csv
 import json
 import math
-import warnings
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from rag_judge.data import Dataset, Sample, json_lines, read_jsonl, read_text
+from rag_judge.data import Dataset, Sample, gather_samples, json_lines, read_jsonl, read_text
 from rag_judge.errors import DataError, validation_messages
 
 __all__ = ["FORMATS", "LAYOUTS", "load_dataset", "read_csv", "read_parquet"]
@@ -251,28 +251,16 @@ def _collect(
     source: _Source,
     skip_invalid: bool,
 ) -> Dataset:
-    samples: list[Sample] = []
-    where_of: dict[str, str] = {}
-    for where, n, cells in rows:
-        try:
-            if isinstance(cells, DataError):  # a line that is not a JSON object
-                raise cells
-            sample = _to_sample(cells, n, layout, source)
-            if sample.id in where_of:
-                raise DataError(
-                    f"field 'id': sample id {sample.id!r} already used on {where_of[sample.id]}"
-                )
-        except DataError as exc:
-            message = f"{path}:{where}: {exc}"
-            if not skip_invalid:
-                raise DataError(message) from None
-            warnings.warn(f"skipping invalid sample: {message}", stacklevel=3)
-            continue
-        where_of[sample.id] = where if where.startswith("row") else f"line {where}"
-        samples.append(sample)
-    if not samples:
-        raise DataError(f"{path}: contains no samples")
-    return Dataset(samples=tuple(samples), source=str(path))
+    parsed = ((where, partial(_row_sample, cells, n, layout, source)) for where, n, cells in rows)
+    return gather_samples(path, parsed, skip_invalid=skip_invalid)
+
+
+def _row_sample(
+    cells: dict[str, Any] | DataError, n: int, layout: Layout, source: _Source
+) -> Sample:
+    if isinstance(cells, DataError):  # a line that is not a JSON object
+        raise cells
+    return _to_sample(cells, n, layout, source)
 
 
 def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -> Sample:
