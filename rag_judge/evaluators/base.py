@@ -19,7 +19,13 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_judge.data import Sample
 
-__all__ = ["CorpusStatistic", "Evaluator", "EvaluatorResult", "with_answer_and_references"]
+__all__ = [
+    "CorpusStatistic",
+    "Evaluator",
+    "EvaluatorResult",
+    "pick",
+    "with_answer_and_references",
+]
 
 
 @dataclass(frozen=True)
@@ -101,3 +107,14 @@ def with_answer_and_references(samples: Sequence[Sample], result: EvaluatorResul
         else:
             usable.append(i)
     return usable
+
+
+def pick(kind: str, values: tuple[str, ...], legal: tuple[str, ...]) -> tuple[str, ...]:
+    """Validate a non-empty, duplicate-free selection; the error names the value and the set."""
+    for value in values:
+        if value not in legal:
+            raise ValueError(f"unknown {kind} {value!r}; choose from: {', '.join(legal)}")
+    dup = sorted({v for v in values if values.count(v) > 1})
+    if dup:
+        raise ValueError(f"{kind} listed twice: {', '.join(dup)}")
+    return values

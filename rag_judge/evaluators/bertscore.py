@@ -60,7 +60,12 @@ from rag_judge.embeddings import (
     token_ids,
 )
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult, with_answer_and_references
+from rag_judge.evaluators.base import (
+    Evaluator,
+    EvaluatorResult,
+    pick,
+    with_answer_and_references,
+)
 from rag_judge.metrics.bertscore import (
     IdfTable,
     idf_table,
@@ -140,12 +145,7 @@ class BERTScoreEvaluator(Evaluator):
     @field_validator("metrics")
     @classmethod
     def _known_metrics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if name not in METRICS:
-                raise ValueError(f"unknown metric {name!r}; choose from: {', '.join(METRICS)}")
-        if len(set(value)) != len(value):
-            raise ValueError("a metric is listed twice")
-        return value
+        return pick("metric", value, METRICS)
 
     @field_validator("lang")
     @classmethod

@@ -15,6 +15,7 @@ from rag_judge.evaluators.base import (
     CorpusStatistic,
     Evaluator,
     EvaluatorResult,
+    pick,
     with_answer_and_references,
 )
 from rag_judge.metrics.lexical import (
@@ -31,17 +32,6 @@ from rag_judge.metrics.lexical import (
 __all__ = ["BleuEvaluator", "RougeEvaluator"]
 
 BLEU_AGGREGATE = "corpus BLEU (per-sample: sentence BLEU)"
-
-
-def _pick(kind: str, values: tuple[str, ...], legal: tuple[str, ...]) -> tuple[str, ...]:
-    """Validate a non-empty, duplicate-free selection; the error names the value and the set."""
-    for value in values:
-        if value not in legal:
-            raise ValueError(f"unknown {kind} {value!r}; choose from: {', '.join(legal)}")
-    dup = sorted({v for v in values if values.count(v) > 1})
-    if dup:
-        raise ValueError(f"{kind} listed twice: {', '.join(dup)}")
-    return values
 
 
 class RougeEvaluator(Evaluator):
@@ -61,17 +51,17 @@ class RougeEvaluator(Evaluator):
     @field_validator("rouge_types")
     @classmethod
     def _known_types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _pick("ROUGE type", value, ROUGE_TYPES)
+        return pick("ROUGE type", value, ROUGE_TYPES)
 
     @field_validator("measures")
     @classmethod
     def _known_measures(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _pick("ROUGE measure", value, ROUGE_MEASURES)
+        return pick("ROUGE measure", value, ROUGE_MEASURES)
 
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, value: str) -> str:
-        return _pick("ROUGE tokenizer", (value,), ROUGE_TOKENIZERS)[0]
+        return pick("ROUGE tokenizer", (value,), ROUGE_TOKENIZERS)[0]
 
     def metric_names(self) -> list[str]:
         return [f"{t}_{m}" for t in self.rouge_types for m in self.measures]
@@ -132,7 +122,7 @@ class BleuEvaluator(Evaluator):
     @field_validator("smooth_method")
     @classmethod
     def _known_smoothing(cls, value: str) -> str:
-        return _pick("smooth_method", (value,), SMOOTH_METHODS)[0]
+        return pick("smooth_method", (value,), SMOOTH_METHODS)[0]
 
     @model_validator(mode="after")
     def _value_needs_method(self) -> BleuEvaluator:
