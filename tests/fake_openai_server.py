@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "Reply", "chat", "error", "hang"]
+__all__ = ["FakeOpenAIServer", "Reply", "chat", "error", "hang", "malformed"]
 
 
 @dataclass
@@ -41,6 +41,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     delay: float = 0.0
+    raw: bytes | None = None  # sent verbatim as the body (malformed JSON, an HTML error page)
 
 
 def chat(content: str, *, delay: float = 0.0) -> Reply:
@@ -52,6 +53,14 @@ def error(
 ) -> Reply:
     body = {"error": {"message": message, "type": "scripted", "code": str(status)}}
     return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+CUT_OFF = b'{"choices": [{"message": {"content": "cut o'
+
+
+def malformed(raw: bytes = CUT_OFF, status: int = 200) -> Reply:
+    """A reply whose body is not JSON (by default: a completion cut off mid-string)."""
+    return Reply(status=status, raw=raw)
 
 
 def hang(seconds: float = 30.0) -> Reply:
@@ -139,7 +148,7 @@ class FakeOpenAIServer:
                 size = int(headers.get("content-length", "0"))
                 data = await reader.readexactly(size) if size else b""
                 status, extra, payload = await self._answer(method, path, headers, data)
-                blob = json.dumps(payload).encode()
+                blob = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 head = [f"HTTP/1.1 {status} X", "Content-Type: application/json"]
                 head += [f"Content-Length: {len(blob)}", *(f"{k}: {v}" for k, v in extra.items())]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + blob)
@@ -200,6 +209,8 @@ class FakeOpenAIServer:
         reply = self._next(body)
         if reply.delay or self.latency:
             await asyncio.sleep(reply.delay + self.latency)
+        if reply.raw is not None:
+            return reply.status, reply.headers, reply.raw
         if reply.status != 200:
             return reply.status, reply.headers, reply.body
         return 200, reply.headers, _completion(body, reply.content, len(self.requests))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,20 @@ def test_cache_serves_a_rerun_and_identical_requests(tmp_path: Path) -> None:
     assert json.loads(again[0].text) == {"reason": "fixed stub verdict", "score": 4}  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("delay", [0.0, 0.01])
+def test_identical_requests_share_one_call_across_chunks(delay: float) -> None:
+    # 700 requests = three chunks of keying; request i + 350 repeats request i, so some repeats
+    # find their call still running (a follower) and some find it finished (settled).
+    client = StubClient(fixed(4), delay=delay)
+    requests = [req(f"q{i % 350}") for i in range(700)]
+    engine = JudgeEngine(client, concurrency=64)
+    results = asyncio.run(engine.run(requests))
+    assert client.calls == 350 and engine.usage.requests == 350
+    assert engine.usage.cache_hits == 350
+    assert [r.cached for r in results] == [False] * 350 + [True] * 350  # type: ignore[union-attr]
+    assert all(isinstance(r, Completion) and r.text == results[0].text for r in results)  # type: ignore[union-attr]
+
+
 def test_failures_are_not_cached(tmp_path: Path) -> None:
     cache = SqliteCache(tmp_path / "c.sqlite")
     client = ScriptedClient({"a": [LLMError("nope")]})
@@ -291,6 +306,41 @@ def test_failures_are_not_cached(tmp_path: Path) -> None:
     assert len(cache) == 0
     (result,) = asyncio.run(JudgeEngine(client, cache=cache).run([req("a")]))
     assert isinstance(result, Completion) and len(cache) == 1
+
+
+def test_store_commits_off_the_loop_before_it_returns(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = SqliteCache(path)
+    reader = SqliteCache(path)  # another connection: sees only what is committed
+    done = [Completion(choices=[f"verdict {i}"], prompt_tokens=i) for i in range(200)]
+
+    async def main() -> list[int]:
+        async def one(i: int) -> int:
+            await cache.store(f"k{i}", done[i])
+            return len(reader.get_many([f"k{i}"]))  # committed by the time store returns
+
+        return await asyncio.gather(*(one(i) for i in range(200)))
+
+    assert asyncio.run(main()) == [1] * 200
+    assert len(reader) == 200 and reader.get("k7").text == "verdict 7"  # type: ignore[union-attr]
+    cache.close()
+    with pytest.raises(RuntimeError, match="is closed"):
+        asyncio.run(cache.store("late", done[0]))
+    reader.close()
+
+
+def test_a_cache_that_cannot_write_costs_a_rerun_not_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class FullDisk(SqliteCache):
+        async def store(self, key: str, completion: Completion) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    engine = JudgeEngine(StubClient(fixed(4)), cache=FullDisk(tmp_path / "c.sqlite"))
+    with caplog.at_level("WARNING"):
+        results = asyncio.run(engine.run([req("b"), req("c")]))
+    assert all(isinstance(r, Completion) for r in results)
+    assert caplog.text.count("could not cache a completion: database or disk is full") == 2
 
 
 def test_usage_cost_and_dry_run(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, Reply, chat, error, hang
+from fake_openai_server import FakeOpenAIServer, Reply, chat, error, hang, malformed
 
+from rag_judge.errors import ConfigError
 from rag_judge.llm import (
     ChatMessage,
     ClientConfig,
@@ -23,6 +24,7 @@ from rag_judge.llm import (
     SqliteCache,
     make_engine,
 )
+from rag_judge.llm.direct import env_proxy
 from rag_judge.llm.openai import parse_retry_after, redact
 
 KEY = "sk-ragjudge-TESTKEY-9f8e7d6c5b4a39281706"
@@ -47,6 +49,13 @@ class Sleeps:
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx", "direct"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs once per HTTP layer: the SDK over aiohttp, over httpx, and none."""
+    monkeypatch.setitem(OpenAIClient.__init__.__kwdefaults__, "transport", request.param)
+    return str(request.param)
 
 
 def req(text: str = "Grade this.", **kw: object) -> CompletionRequest:
@@ -187,6 +196,28 @@ def test_a_hang_times_out_and_is_retried_within_bounds() -> None:
     assert elapsed < 3.0
 
 
+def test_a_body_that_is_not_json_is_an_error_not_a_crash() -> None:
+    seen: dict[str, int] = {}
+
+    def script(body: dict[str, object]) -> Reply | str:
+        text = str(body["messages"][1]["content"])  # type: ignore[index]
+        seen[text] = seen.get(text, 0) + 1
+        if text == "cut":
+            return malformed()  # a completion cut off mid-string, status 200
+        if text == "gateway" and seen[text] == 1:
+            return malformed(b"<html>502 Bad Gateway</html>", status=502)
+        return chat("recovered")
+
+    with FakeOpenAIServer(script) as srv:
+        engine, sleeps = engine_for(srv, max_attempts=3)
+        cut, gateway = asyncio.run(engine.run([req("cut"), req("gateway")]))
+    assert isinstance(cut, LLMError) and not cut.retryable  # as openai-python: not retried
+    assert str(cut).startswith(f"{srv.base_url}: the reply is not JSON (") and seen["cut"] == 1
+    # An HTML 502 page: the status decides (retried), then the call succeeds.
+    assert isinstance(gateway, Completion) and gateway.text == "recovered"
+    assert gateway.attempts == 2 and seen["gateway"] == 2 and len(sleeps.seen) == 1
+
+
 def test_connection_refused_is_retryable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -240,7 +271,9 @@ def test_missing_key_for_the_openai_api_is_a_config_error(monkeypatch: pytest.Mo
         OpenAIClient("gpt-x", api_key_env="NO_SUCH_KEY_VAR")
 
 
-def test_the_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_api_key_never_leaks(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, transport: str
+) -> None:
     caplog.set_level(logging.DEBUG)
     echo = f"Incorrect API key provided: {KEY}. Authorization: Bearer {KEY}"
     script = [
@@ -257,6 +290,7 @@ def test_the_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixtur
             base_url=srv.base_url,
             api_key_env=KEY_ENV,
             max_attempts=2,
+            transport=transport,  # type: ignore[arg-type]
         )
         cache_path = tmp_path / "cache.sqlite"
         engine = make_engine(config, cache=cache_path)
@@ -284,3 +318,31 @@ def test_the_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     assert KEY not in caplog.text
     for record in caplog.records:
         assert KEY not in record.getMessage()
+
+
+def test_transport_is_validated_and_direct_sends_what_the_sdk_sends() -> None:
+    with pytest.raises(ConfigError, match=r"transport='curl' is not one of auto, aiohttp"):
+        OpenAIClient("m", base_url="http://127.0.0.1:1/v1", transport="curl")
+    bodies = []
+    for transport in ("httpx", "direct"):
+        with FakeOpenAIServer() as srv:
+            client = OpenAIClient(
+                "m", base_url=srv.base_url, api_key_env=KEY_ENV, transport=transport
+            )
+            asyncio.run(JudgeEngine(client).run([req("same", json_schema=SCHEMA, seed=3)]))
+        headers = srv.headers[0]
+        assert headers["authorization"] == f"Bearer {KEY}"
+        assert headers["content-type"] == "application/json"
+        bodies.append(srv.requests[0])
+    assert bodies[0] == bodies[1]
+
+
+def test_env_proxy_honours_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert env_proxy("https://api.openai.com/v1") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,vllm.internal")
+    assert env_proxy("https://api.openai.com/v1") == "http://proxy.internal:3128"
+    assert env_proxy("http://api.openai.com/v1") is None  # no HTTP_PROXY set
+    assert env_proxy("https://vllm.internal:8000/v1") is None

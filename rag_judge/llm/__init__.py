@@ -52,7 +52,9 @@ class ClientConfig(BaseModel):
     ``model``: for ``openai`` the model name (required); for ``local`` a folder, ``.gguf`` file or
     cached HF id (default: the packaged SmolLM2-135M, for demos only); for ``stub`` an optional
     name. ``timeout`` is seconds per call; ``rpm``/``tpm`` are per-minute limits (None: off);
-    prices are per 1,000 tokens. ``stub``/``stub_score`` pick the stub's responder;
+    prices are per 1,000 tokens. ``transport`` is the openai client's HTTP layer (see
+    ``OpenAIClient``: the SDK over aiohttp or httpx, or ``direct`` without the SDK).
+    ``stub``/``stub_score`` pick the stub's responder;
     ``cache_dir`` is where the local client keeps converted models.
     """
 
@@ -71,6 +73,7 @@ class ClientConfig(BaseModel):
     prompt_price_per_1k: float | None = Field(default=None, ge=0)
     completion_price_per_1k: float | None = Field(default=None, ge=0)
     structured_output: bool = True
+    transport: Literal["auto", "aiohttp", "httpx", "direct"] = "auto"
     stub: Literal["lexical_support", "fixed"] = "lexical_support"
     stub_score: int = Field(default=3, ge=1, le=5)
     cache_dir: str | None = None
@@ -101,6 +104,7 @@ def make_client(config: ClientConfig) -> LLMClient:
             api_key_env=config.api_key_env,
             timeout=config.timeout,
             structured_output=config.structured_output,
+            transport=config.transport,
         )
     if config.provider == "local":
         return LocalClient(config.model, cache_dir=config.cache_dir)

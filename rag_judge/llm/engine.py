@@ -51,6 +51,7 @@ MAX_RETRY_DELAY = 8.0
 # A server's Retry-After up to this many seconds is waited exactly; a longer one (a spent daily
 # quota, typically) is not worth blocking the run on, so the call fails with that reason.
 MAX_RETRY_AFTER = 60.0
+_CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -153,39 +154,57 @@ class JudgeEngine:
     async def run(
         self, requests: Sequence[CompletionRequest], progress: bool = False
     ) -> list[Completion | LLMError]:
-        """One result per request, in order; a failure comes back as its ``LLMError``."""
-        keys = [self.key(r) for r in requests]
+        """One result per request, in order; a failure comes back as its ``LLMError``.
+
+        Requests are keyed and looked up in the cache a chunk at a time, and each chunk's calls
+        start before the next chunk is keyed, so the first calls go out within a millisecond
+        instead of after the whole list has been hashed."""
         results: list[Result | None] = [None] * len(requests)
         bar = Progress(len(requests), enabled=progress)
-        cached = self.cache.get_many(keys) if self.cache is not None else {}
         leaders: dict[str, int] = {}
         followers: dict[str, list[int]] = defaultdict(list)
-        for i, key in enumerate(keys):
-            if key in cached:
-                results[i] = replace(cached[key], extra=dict(cached[key].extra))
-                self.usage.cache_hits += 1
-                bar.update(done=1, cached=1)
-            elif key in leaders:
-                followers[key].append(i)  # an identical request: one call serves both
+        settled: dict[str, Result] = {}
+        tasks: list[asyncio.Task[None]] = []
+
+        def follow(j: int, result: Result) -> None:
+            # An identical request: the one call made for its leader serves it too.
+            self.usage.cache_hits += 1
+            if isinstance(result, LLMError):
+                self.usage.failures += 1
+                results[j] = result
             else:
-                leaders[key] = i
+                results[j] = replace(result, cached=True, extra=dict(result.extra))
+            bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
 
         async def settle(i: int, key: str) -> None:
             result = await self._call(key, requests[i], bar)
-            results[i] = result
+            results[i] = settled[key] = result
             bar.update(done=1, failed=isinstance(result, LLMError))
-            for j in followers.get(key, ()):
-                self.usage.cache_hits += 1
-                if isinstance(result, LLMError):
-                    self.usage.failures += 1
-                    results[j] = result
-                else:
-                    results[j] = replace(result, cached=True, extra=dict(result.extra))
-                bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
+            for j in followers.pop(key, ()):
+                follow(j, result)
 
         try:
-            await asyncio.gather(*(settle(i, key) for key, i in leaders.items()))
+            for start in range(0, len(requests), _CHUNK):
+                chunk = range(start, min(start + _CHUNK, len(requests)))
+                keys = [self.key(requests[i]) for i in chunk]
+                cached = self.cache.get_many(keys) if self.cache is not None else {}
+                for i, key in zip(chunk, keys):
+                    if key in cached:
+                        results[i] = replace(cached[key], extra=dict(cached[key].extra))
+                        self.usage.cache_hits += 1
+                        bar.update(done=1, cached=1)
+                    elif key in settled:
+                        follow(i, settled[key])
+                    elif key in leaders:
+                        followers[key].append(i)
+                    else:
+                        leaders[key] = i
+                        tasks.append(asyncio.ensure_future(settle(i, key)))
+                await asyncio.sleep(0)  # let this chunk's calls go out
+            await asyncio.gather(*tasks)
         finally:
+            for task in tasks:
+                task.cancel()  # a no-op for finished ones; stops the rest if the run is cancelled
             bar.close()
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:  # cannot happen unless the scheduling above is broken
@@ -271,7 +290,7 @@ class JudgeEngine:
                 self._account(result)
                 if self.cache is not None:
                     try:
-                        self.cache.put(key, result)
+                        await self.cache.store(key, result)
                     except Exception as exc:  # a full disk costs a rerun, not this run
                         log.warning("could not cache a completion: %s", exc)
                 return result
