@@ -74,17 +74,19 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path: Path) -> 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, str(script), str(calls), str(cache_path), str(N)]
 
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    done = 0
-    while time.monotonic() < deadline and proc.poll() is None:
-        done = count_rows(cache_path)
-        if done >= 10:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    with subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
+        deadline = time.monotonic() + 60
+        done = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = count_rows(cache_path)
+            if done >= 10:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
 
     finished = prompts_in(cache_path)
