@@ -1,4 +1,5 @@
-"""The ``openai`` client: the official SDK's AsyncOpenAI against any OpenAI-compatible server.
+"""The ``openai`` client: the official SDK's AsyncOpenAI against any OpenAI-compatible server
+(or, with ``transport="direct"``, the same request without the SDK: ``llm/direct.py``).
 
 OpenAI itself, vLLM, Ollama, llama.cpp's server or a LiteLLM proxy: whatever ``base_url`` names.
 The key is read from the environment variable the config names (never stored in the config, the
