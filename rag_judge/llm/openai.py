@@ -226,8 +226,10 @@ class OpenAIClient:
         tls: dict[str, Any] = {"verify": self._tls} if self._tls is not None else {}
         # Given explicitly: the SDK's own wrapper would try to close itself on whatever loop is
         # running when it is collected, which fails for a closed one.
-        http = openai.DefaultAioHttpClient if self.transport == "aiohttp" else None
-        http = http or openai.DefaultAsyncHttpxClient
+        if self.transport == "aiohttp":
+            http = openai.DefaultAioHttpClient
+        else:
+            http = openai.DefaultAsyncHttpxClient
         return [
             openai.AsyncOpenAI(
                 api_key=self._key(),
@@ -308,7 +310,7 @@ class OpenAIClient:
             cause = refused or exc.__cause__ or exc
             detail = f" ({redact(str(cause), key)})" if str(cause) else ""
             return LLMError(f"{where}: connection failed{detail}", retryable=True)
-        if isinstance(exc, ValueError):  # the direct transport: a 2xx body that is not JSON
+        if isinstance(exc, ValueError):  # a 2xx body that is not JSON (any transport)
             return LLMError(f"{where}: the reply is not JSON ({redact(str(exc), key)})")
         if isinstance(exc, openai.APIStatusError | HTTPStatusFailure):
             headers: Mapping[str, str]
