@@ -161,7 +161,7 @@ class JudgeEngine:
         instead of after the whole list has been hashed."""
         results: list[Result | None] = [None] * len(requests)
         bar = Progress(len(requests), enabled=progress)
-        leaders: dict[str, int] = {}
+        started: set[str] = set()  # keys whose one call is under way or done
         followers: dict[str, list[int]] = defaultdict(list)
         settled: dict[str, Result] = {}
         tasks: list[asyncio.Task[None]] = []
@@ -195,10 +195,10 @@ class JudgeEngine:
                         bar.update(done=1, cached=1)
                     elif key in settled:
                         follow(i, settled[key])
-                    elif key in leaders:
+                    elif key in started:
                         followers[key].append(i)
                     else:
-                        leaders[key] = i
+                        started.add(key)
                         tasks.append(asyncio.ensure_future(settle(i, key)))
                 await asyncio.sleep(0)  # let this chunk's calls go out
             await asyncio.gather(*tasks)
