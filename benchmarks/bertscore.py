@@ -39,10 +39,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from rag_judge import embeddings as E
-from rag_judge.data import Sample
+from rag_judge.data.sample import Sample
 from rag_judge.evaluators.bertscore import METRICS, BERTScoreEvaluator
-from rag_judge.metrics.bertscore import greedy_prf, token_weights
+from rag_judge.metrics.bertscore import encoder as E
+from rag_judge.metrics.bertscore.kernel import greedy_prf, token_weights
 
 # 30 hand-graded pairs (0 unrelated .. 5 same meaning), STS-style, for --layer-study.
 LAYER_PAIRS = [

@@ -37,17 +37,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_judge.llm import (  # noqa: E402
-    ChatMessage,
-    Completion,
-    CompletionRequest,
-    JudgeEngine,
-    LocalClient,
-    OpenAIClient,
-    SqliteCache,
-    StubClient,
-    fixed,
-)
+from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest  # noqa: E402
+from rag_judge.llm.cache import SqliteCache  # noqa: E402
+from rag_judge.llm.engine import JudgeEngine  # noqa: E402
+from rag_judge.llm.providers.local import LocalClient  # noqa: E402
+from rag_judge.llm.providers.openai import OpenAIClient  # noqa: E402
+from rag_judge.llm.providers.stub import StubClient, fixed  # noqa: E402
 
 SYSTEM = (
     "You are a strict grader. Judge whether the ANSWER is supported by the CONTEXT sections. "

@@ -56,13 +56,14 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 # Each library: parse(qrels_path, run_path) -> parsed; compute(parsed) -> {metric: mean}.
 def rj_parse(qp: Path, rp: Path) -> Any:
-    from rag_judge import read_qrels, read_run
+    from rag_judge.data.trec import read_qrels, read_run
 
     return read_qrels(qp), read_run(rp)
 
 
 def rj_compute(parsed: Any) -> dict[str, float]:
-    from rag_judge import compute, rankings_for
+    from rag_judge.data.ranking import rankings_for
+    from rag_judge.metrics.retrieval import compute
 
     qrels, run = parsed
     _, rankings = rankings_for(qrels, run)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import itertools
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -10,9 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import EVALUATORS, AnyEvaluator
-from rag_judge.experiments import expand_matrix
 
-__all__ = ["BootstrapConfig", "ExperimentConfig", "load_config", "load_experiments"]
+__all__ = [
+    "BootstrapConfig",
+    "ExperimentConfig",
+    "expand_matrix",
+    "folder_name",
+    "load_config",
+    "load_experiments",
+]
 
 
 class BootstrapConfig(BaseModel):
@@ -49,7 +58,7 @@ class ExperimentConfig(BaseModel):
     @field_validator("gates")
     @classmethod
     def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
-        from rag_judge.gates import parse_threshold
+        from rag_judge.analysis.gates import parse_threshold
 
         for metric, expr in gates.items():
             parse_threshold(expr, metric=metric)  # raises, naming the legal operators
@@ -183,3 +192,81 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
             break
         node, line = child, child.start_mark.line + 1
     return line
+
+
+# ---- variant matrices ----------------------------------------------------------------------
+# Variant matrices: one config file, several experiments.
+#
+# ```yaml
+# matrix:
+#   judge:                                   # an axis
+#     stub: {evaluators.3.client.stub: lexical_support}
+#     fixed: {evaluators.3.client.stub: fixed}
+#   k:                                       # another axis
+#     k3: {evaluators.0.metrics: [ndcg@3, map]}
+#     k5: {evaluators.0.metrics: [ndcg@5, map]}
+# ```
+#
+# Every combination of one variant per axis is an experiment (here four), named
+# ``judge=stub,k=k3`` and so on. A variant sets values by dotted path into the config (list items
+# by index). List indices must exist; a misspelt mapping key is reported by the config's own
+# validation as an unknown key, naming the variant.
+
+
+def expand_matrix(data: dict[str, Any], source: str) -> list[tuple[str, dict[str, Any]]]:
+    """(name, config mapping) for each variant; the mapping itself, named "", without a matrix."""
+    data = dict(data)
+    matrix = data.pop("matrix", None)
+    if matrix is None:
+        return [("", data)]
+    if not isinstance(matrix, dict) or not matrix:
+        raise ConfigError(f"{source}: matrix: a mapping of axis name -> variants")
+    axes = []
+    for axis, variants in matrix.items():
+        if not isinstance(variants, dict) or not variants:
+            raise ConfigError(f"{source}: matrix.{axis}: a mapping of variant name -> settings")
+        for name, settings in variants.items():
+            if not isinstance(settings, dict):
+                raise ConfigError(
+                    f"{source}: matrix.{axis}.{name}: a mapping of dotted key -> value"
+                )
+        axes.append([(axis, name, settings) for name, settings in variants.items()])
+    out = []
+    for combo in itertools.product(*axes):
+        variant = copy.deepcopy(data)
+        for axis, name, settings in combo:
+            for key, value in settings.items():
+                _set(variant, str(key), copy.deepcopy(value), f"{source}: matrix.{axis}.{name}")
+        out.append((",".join(f"{axis}={name}" for axis, name, _ in combo), variant))
+    return out
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
+    parts = dotted.split(".")
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        node = _child(node, part, ".".join(parts[: depth + 1]), dotted, where)
+    last = parts[-1]
+    if isinstance(node, list):
+        _child(node, last, dotted, dotted, where)  # checks the index exists
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"{where}: key {dotted!r}: {'.'.join(parts[:-1])} is not a mapping")
+
+
+def _child(node: Any, part: str, prefix: str, dotted: str, where: str) -> Any:
+    if isinstance(node, dict):
+        # A missing mapping key is created (options left at their defaults are absent from
+        # the file); a misspelt one then fails validation as an unknown key.
+        return node.setdefault(part, {})
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    size = f" (it has {len(node)} items)" if isinstance(node, list) else ""
+    raise ConfigError(f"{where}: key {dotted!r}: {prefix!r} does not exist{size}")
+
+
+def folder_name(variant: str) -> str:
+    """A variant name as a safe folder name: ``judge=stub,k=k3`` -> ``judge-stub_k-k3``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", variant.replace("=", "-").replace(",", "_"))

@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rag_judge import __version__
+import numpy as np
+
+from rag_judge._version import __version__
 from rag_judge.config import ExperimentConfig, load_config
-from rag_judge.data import Dataset, Sample
+from rag_judge.data.readers import load_dataset
+from rag_judge.data.sample import Dataset, Sample
+from rag_judge.data.target import resolve_target, run_target_sync
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.loaders import load_dataset
-from rag_judge.report import Report, SampleResult, Usage, summarize
-from rag_judge.target import resolve_target, run_target_sync
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.llm.base import Usage
+from rag_judge.report.model import Report, SampleResult
+from rag_judge.stats import bootstrap_ci
 
-__all__ = ["Pipeline"]
+if TYPE_CHECKING:
+    from rag_judge.data.sample import Sample
+from rag_judge.report.model import MetricSummary
+
+__all__ = ["Pipeline", "summarize"]
 
 log = logging.getLogger("rag_judge")
 
@@ -128,3 +138,40 @@ class Pipeline:
             for i in range(len(samples)):
                 result.fail(i, f"{evaluator.type} evaluator failed: {type(exc).__name__}: {exc}")
             return result
+
+
+def summarize(
+    values: list[float | None],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    corpus: CorpusStatistic | None = None,
+    reasons: list[str | None] | None = None,
+) -> MetricSummary:
+    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval.
+
+    ``reasons`` are the per-sample error messages; those starting "unscored" are counted apart.
+    """
+    scored = [i for i, v in enumerate(values) if v is not None]
+    errors = len(values) - len(scored)
+    unscored = sum(1 for r in reasons or [] if r is not None and r.startswith("unscored"))
+    if not scored:
+        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored)
+    ci: tuple[float, float] | tuple[None, None]
+    if corpus is not None:
+        rows = corpus.rows[scored]
+        point = corpus.score(rows)
+        ci = bootstrap_ci(
+            rows, resamples=resamples, confidence=confidence, seed=seed, statistic=corpus.score
+        )
+        aggregate = corpus.description
+    else:
+        arr = np.array([values[i] for i in scored], dtype=np.float64)
+        point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
+        ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
+        aggregate = "mean"
+    return MetricSummary(
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors,
+        unscored=unscored, aggregate=aggregate,
+    )  # fmt: skip

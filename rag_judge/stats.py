@@ -7,7 +7,9 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["bootstrap_ci"]
+from rag_judge.errors import ConfigError
+
+__all__ = ["CORRECTIONS", "EXACT_MAX", "adjust_pvalues", "bootstrap_ci", "sign_flip_pvalue"]
 
 _CHUNK = 2_000_000  # resampled elements held in memory at once
 
@@ -42,3 +44,70 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+CORRECTIONS = ("none", "holm", "bonferroni", "bh")
+
+
+EXACT_MAX = 16  # up to 2**16 sign vectors: enumerate them all instead of sampling
+
+
+def sign_flip_pvalue(
+    diffs: NDArray[np.float64],
+    *,
+    permutations: int = 10_000,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+) -> tuple[float, bool]:
+    """Two-sided p-value of the paired randomisation test on the mean difference; (p, exact).
+
+    Under H0 each difference is as likely to carry either sign. With ``n <= exact_max`` every
+    sign vector is enumerated (p = count(|T| >= |T_obs|) / 2**n); otherwise ``permutations``
+    random vectors are drawn and p = (count + 1) / (permutations + 1), counting the observed one.
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    n = len(d)
+    if n == 0:
+        raise ValueError("sign_flip_pvalue needs at least one difference")
+    observed = abs(float(d.sum()))
+    # Summation order differs between the observed and the flipped sums; a tie up to
+    # rounding must count as a tie (all-equal differences, all-zero differences).
+    tol = 8 * n * np.finfo(np.float64).eps * float(np.abs(d).sum())
+    exact = n <= exact_max
+    total = 2**n if exact else permutations
+    per_chunk = max(1, _CHUNK // n)
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
+    count = 0
+    for start in range(0, total, per_chunk):
+        size = min(per_chunk, total - start)
+        if exact:
+            codes = np.arange(start, start + size, dtype=np.int64)[:, None]
+            flip = ((codes >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
+        else:
+            flip = rng.random((size, n)) < 0.5
+        stats = np.where(flip, -1.0, 1.0) @ d
+        count += int(np.count_nonzero(np.abs(stats) >= observed - tol))
+    if exact:
+        return count / total, True
+    return (count + 1) / (total + 1), False
+
+
+def adjust_pvalues(pvalues: NDArray[np.float64], method: str) -> NDArray[np.float64]:
+    """Adjusted p-values for one family: ``none``, ``bonferroni``, ``holm`` or ``bh``."""
+    if method not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {method!r}; valid: {', '.join(CORRECTIONS)}")
+    p: NDArray[np.float64] = np.asarray(pvalues, dtype=np.float64)
+    m = len(p)
+    if method == "none" or m == 0:
+        return np.array(p, dtype=np.float64)
+    if method == "bonferroni":
+        return np.minimum(p * m, 1.0)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "holm":  # step-down: (m - i) * p_(i), made monotone from the smallest up
+        adj = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:  # Benjamini-Hochberg step-up: m / i * p_(i), made monotone from the largest down
+        adj = np.minimum.accumulate((m / np.arange(1, m + 1) * ranked)[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return out

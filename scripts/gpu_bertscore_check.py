@@ -20,8 +20,9 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-from rag_judge import Sample, embeddings
+from rag_judge import Sample
 from rag_judge.evaluators.bertscore import BERTScoreEvaluator
+from rag_judge.metrics.bertscore import encoder as embeddings
 
 FOLDER = "/tmp/rag-judge-tiny-bert"
 WORDS = [f"w{i}" for i in range(400)] + ["the", "ocean", "pacific", "largest", "is", "a"]

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, chat, error
 
 from rag_judge import ExperimentConfig, JudgeEvaluator, Pipeline, Sample
+from tests.fake_openai_server import FakeOpenAIServer, chat, error
 
 KEY = "sk-ragjudge-PIPELINE-0a1b2c3d4e5f6a7b8c9d"
 

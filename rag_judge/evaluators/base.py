@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from rag_judge.data import Sample
+from rag_judge.data.sample import Sample
 
 __all__ = [
     "CorpusStatistic",

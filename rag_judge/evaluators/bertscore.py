@@ -47,11 +47,13 @@ from typing import Literal
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from rag_judge import __version__
-from rag_judge.data import Sample
-from rag_judge.embeddings import (
+from rag_judge._version import __version__
+from rag_judge.data.sample import Sample
+from rag_judge.errors import ConfigError
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick, with_answer_and_references
+from rag_judge.metrics.bertscore.cache import EmbeddingCache
+from rag_judge.metrics.bertscore.encoder import (
     DEFAULT_MODEL,
-    EmbeddingCache,
     Encoder,
     default_cache_dir,
     embed,
@@ -59,14 +61,7 @@ from rag_judge.embeddings import (
     resolve_model_dir,
     token_ids,
 )
-from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import (
-    Evaluator,
-    EvaluatorResult,
-    pick,
-    with_answer_and_references,
-)
-from rag_judge.metrics.bertscore import (
+from rag_judge.metrics.bertscore.kernel import (
     IdfTable,
     idf_table,
     is_empty,

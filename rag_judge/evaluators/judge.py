@@ -23,11 +23,13 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from rag_judge import __version__
-from rag_judge.data import Sample
+from rag_judge._version import __version__
+from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.judge.parse import (
+from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
+from rag_judge.judge.rubrics import Rubric, missing_input, resolve_rubrics
+from rag_judge.judge.verdicts import (
     SCORE_LABELS,
     VERDICT_SCHEMA,
     Reading,
@@ -36,8 +38,6 @@ from rag_judge.judge.parse import (
     read_completion,
     reask_message,
 )
-from rag_judge.judge.rubric import Rubric, missing_input, resolve_rubrics
-from rag_judge.judge.templates import PromptError, PromptRenderer, sample_variables
 from rag_judge.llm import ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
 
@@ -103,7 +103,7 @@ class JudgeEvaluator(Evaluator):
     @field_validator("rubrics", mode="before")
     @classmethod
     def _inline(cls, value: Any) -> Any:
-        from rag_judge.judge.rubric import rubric_from_mapping
+        from rag_judge.judge.rubrics import rubric_from_mapping
 
         if isinstance(value, str):
             value = [value]

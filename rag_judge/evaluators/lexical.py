@@ -9,8 +9,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from rag_judge import __version__
-from rag_judge.data import Sample
+from rag_judge._version import __version__
+from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import (
     CorpusStatistic,
     Evaluator,

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from rag_judge import __version__
-from rag_judge.data import Sample
+from rag_judge._version import __version__
+from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
 from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
 

@@ -5,7 +5,16 @@ The evaluator that runs them is :class:`rag_judge.evaluators.judge.JudgeEvaluato
 
 from __future__ import annotations
 
-from rag_judge.judge.parse import (
+from rag_judge.judge.prompts import PromptError, PromptRenderer, neutralise, section
+from rag_judge.judge.rubrics import (
+    BUILTIN_RUBRICS,
+    Example,
+    Rubric,
+    load_rubrics,
+    missing_input,
+    resolve_rubrics,
+)
+from rag_judge.judge.verdicts import (
     SCORE_LABELS,
     VERDICT_SCHEMA,
     JudgeVerdict,
@@ -14,15 +23,6 @@ from rag_judge.judge.parse import (
     score_probs_from_logprobs,
     weighted_score,
 )
-from rag_judge.judge.rubric import (
-    BUILTIN_RUBRICS,
-    Example,
-    Rubric,
-    load_rubrics,
-    missing_input,
-    resolve_rubrics,
-)
-from rag_judge.judge.templates import PromptError, PromptRenderer, neutralise, section
 
 __all__ = [
     "BUILTIN_RUBRICS",

@@ -17,9 +17,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.judge.parse import FENCE, Unscored, braced, lenient_loads
+from rag_judge.judge.verdicts import FENCE, Unscored, braced, lenient_loads
 from rag_judge.llm.base import CompletionRequest
-from rag_judge.llm.stub import Responder, support
+from rag_judge.llm.providers.stub import Responder, support
 
 __all__ = [
     "PAIRWISE_SCHEMA",

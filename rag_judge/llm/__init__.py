@@ -12,12 +12,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rag_judge._async import run_sync
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
 from rag_judge.llm.cache import SqliteCache
-from rag_judge.llm.engine import EngineUsage, JudgeEngine, count_prompt_tokens, run_coroutine_sync
-from rag_judge.llm.local import LocalClient
-from rag_judge.llm.openai import OpenAIClient
-from rag_judge.llm.stub import StubClient, fixed, lexical_support, parse_sections, scripted
+from rag_judge.llm.engine import EngineUsage, JudgeEngine, count_prompt_tokens
+from rag_judge.llm.providers.local import LocalClient
+from rag_judge.llm.providers.openai import OpenAIClient
+from rag_judge.llm.providers.stub import (
+    StubClient,
+    fixed,
+    lexical_support,
+    parse_sections,
+    scripted,
+)
 
 __all__ = [
     "ChatMessage",
@@ -38,7 +45,7 @@ __all__ = [
     "make_client",
     "make_engine",
     "parse_sections",
-    "run_coroutine_sync",
+    "run_sync",
     "scripted",
 ]
 

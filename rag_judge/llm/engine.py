@@ -12,16 +12,16 @@ Time is injectable (``clock``, ``sleep``): nothing here blocks, and tests never 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import importlib
 import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from rag_judge._async import run_sync
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import (
     ChatMessage,
@@ -42,7 +42,6 @@ __all__ = [
     "EngineUsage",
     "JudgeEngine",
     "count_prompt_tokens",
-    "run_coroutine_sync",
 ]
 
 # openai-python's schedule: 0.5 s doubling to at most 8 s, each delay cut by a random 0-25 %.
@@ -80,17 +79,6 @@ def _tiktoken_encoding() -> Any:
         except Exception:  # not installed, or its tables cannot be fetched offline
             _ENCODING.append(None)
     return _ENCODING[0]
-
-
-def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code, even inside a running event loop
-    (Jupyter): then it runs in a fresh loop on a worker thread, without nest_asyncio."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class JudgeEngine:
@@ -226,7 +214,7 @@ class JudgeEngine:
                 if close is not None:
                     await close()
 
-        return run_coroutine_sync(run_and_close())
+        return run_sync(run_and_close())
 
     def dry_run(self, requests: Sequence[CompletionRequest]) -> dict[str, Any]:
         """What ``run`` would send, spending nothing: the calls not already cached (identical

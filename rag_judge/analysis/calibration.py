@@ -1,0 +1,303 @@
+"""Judge calibration: agreement between the judge's 1–5 scores and human labels.
+
+Per rubric, over the samples with both a human label and a judge score (``n``):
+
+- **Spearman ρ**: Pearson correlation of the two rank vectors, ties given their average rank;
+- **quadratic-weighted Cohen's κ** over the categories 1..5: 1 − Σ w·O / Σ w·E with
+  w = (i − j)² / 16, O the observed and E the chance (outer product of marginals) table;
+- **Krippendorff's α**, interval metric, two coders, no missing value within a pair:
+  1 − D_o / D_e from the coincidence matrix;
+- **exact** and **within ±1** agreement rates.
+
+A weighted (G-Eval, non-integer) judge score is rounded half up (3.5 → 4) for κ and both
+agreement rates; ρ and α use it as is. A statistic that is undefined (n < 2, or no variance
+on a side, so that its denominator is 0) is None.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.data.jsonl import json_lines, read_text
+from rag_judge.data.readers import load_dataset
+from rag_judge.errors import DataError
+from rag_judge.report.model import Report
+
+__all__ = [
+    "CalibrationResult",
+    "calibrate",
+    "krippendorff_alpha_interval",
+    "labels_from_dataset",
+    "load_labels",
+    "quadratic_kappa",
+    "render_markdown",
+    "render_table",
+    "spearman",
+]
+
+Labels = dict[str, dict[str, int]]
+_LOW, _HIGH = 1, 5
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    rubric: str
+    n: int  # samples with both a label and a judge score
+    spearman: float | None
+    kappa: float | None  # quadratic-weighted Cohen's kappa
+    alpha: float | None  # Krippendorff's alpha, interval metric
+    exact: float | None
+    within_one: float | None
+    unpaired: int  # labelled samples missing from the report or left unscored by the judge
+
+
+# ---- statistics (pure numpy) ------------------------------------------------------------------
+
+
+def average_ranks(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Ranks 1..n, each tie group given the mean of the ranks it spans."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.r_[True, sorted_x[1:] != sorted_x[:-1]]
+    group = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    last = np.r_[first[1:], len(x)] - 1
+    ranks = np.empty(len(x), dtype=np.float64)
+    ranks[order] = (first[group] + last[group]) / 2.0 + 1.0
+    return ranks
+
+
+def spearman(x: NDArray[np.float64], y: NDArray[np.float64]) -> float | None:
+    if len(x) < 2:
+        return None
+    rx, ry = average_ranks(x) - (len(x) + 1) / 2, average_ranks(y) - (len(y) + 1) / 2
+    denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return None if denom == 0 else float(rx @ ry) / denom
+
+
+def quadratic_kappa(
+    a: NDArray[np.int64], b: NDArray[np.int64], low: int = 1, high: int = 5
+) -> float | None:
+    """Cohen's kappa with weights (i − j)² over the categories low..high."""
+    if len(a) == 0:
+        return None
+    k = high - low + 1
+    observed = np.zeros((k, k), dtype=np.float64)
+    np.add.at(observed, (a - low, b - low), 1.0)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / len(a)
+    cats = np.arange(k, dtype=np.float64)
+    weights = (cats[:, None] - cats[None, :]) ** 2
+    chance = float((weights * expected).sum())
+    return None if chance == 0 else 1.0 - float((weights * observed).sum()) / chance
+
+
+def krippendorff_alpha_interval(a: NDArray[np.float64], b: NDArray[np.float64]) -> float | None:
+    """Two coders, every unit coded by both. With m = 2 values per unit the coincidence matrix
+    reduces to: α = 1 − (N − 1) Σᵤ (aᵤ − bᵤ)² / (N Σᵥ (v − v̄)²), N = 2n pooled values."""
+    if len(a) < 1:
+        return None
+    pooled = np.concatenate([a, b])
+    total = len(pooled)
+    spread = float(((pooled - pooled.mean()) ** 2).sum())
+    if spread == 0:
+        return None
+    return 1.0 - (total - 1) * float(((a - b) ** 2).sum()) / (total * spread)
+
+
+def round_half_up(x: NDArray[np.float64]) -> NDArray[np.int64]:
+    return np.floor(x + 0.5).astype(np.int64)
+
+
+# ---- pairing a report with labels -------------------------------------------------------------
+
+
+def calibrate(
+    report: Report, labels: Mapping[str, Mapping[str, int]], rubrics: Sequence[str] | None = None
+) -> dict[str, CalibrationResult]:
+    """Agreement per rubric (every rubric named in ``labels`` by default)."""
+    if rubrics is None:
+        rubrics = sorted({r for row in labels.values() for r in row})
+    judge_rubrics = [m for m in report.summary if f"{m}_norm" in report.summary]
+    by_id = {s.id: s for s in report.samples}
+    out: dict[str, CalibrationResult] = {}
+    for rubric in rubrics:
+        if rubric not in report.summary:
+            raise DataError(
+                f"rubric {rubric!r} of the labels is not in the report; its judge rubrics: "
+                f"{', '.join(judge_rubrics) or 'none'}"
+            )
+        human, judge, unpaired = [], [], 0
+        for sid, row in labels.items():
+            if rubric not in row:
+                continue
+            sample = by_id.get(sid)
+            score = None if sample is None else sample.scores.get(rubric)
+            if score is None:
+                unpaired += 1
+                continue
+            if not _LOW <= score <= _HIGH:
+                raise DataError(
+                    f"sample {sid!r}: {rubric} score {score} is outside 1-5; calibrate a 1-5 "
+                    "judge rubric (not its _norm)"
+                )
+            human.append(float(row[rubric]))
+            judge.append(float(score))
+        out[rubric] = _agreement(rubric, np.array(human), np.array(judge), unpaired)
+    return out
+
+
+def _agreement(
+    rubric: str, human: NDArray[np.float64], judge: NDArray[np.float64], unpaired: int
+) -> CalibrationResult:
+    n = len(human)
+    h, j = human.astype(np.int64), round_half_up(judge)
+    gap = np.abs(h - j)
+    return CalibrationResult(
+        rubric=rubric,
+        n=n,
+        spearman=spearman(human, judge),
+        kappa=quadratic_kappa(h, j, _LOW, _HIGH),
+        alpha=krippendorff_alpha_interval(human, judge),
+        exact=float((gap == 0).mean()) if n else None,
+        within_one=float((gap <= 1).mean()) if n else None,
+        unpaired=unpaired,
+    )
+
+
+# ---- label files ------------------------------------------------------------------------------
+
+
+def load_labels(path: str | Path) -> Labels:
+    """Human labels: JSONL (``{"id": "q1", "faithfulness": 4}`` a line) or CSV (an ``id``
+    column, one column per rubric). An empty cell or a null is "not labelled"."""
+    path = Path(path)
+    text = read_text(path)
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        rows = _jsonl_rows(text, path)
+    elif suffix == ".csv":
+        rows = _csv_rows(text, path)
+    else:
+        raise DataError(f"{path}: unknown label file type {suffix!r}; use .jsonl or .csv")
+    labels: Labels = {}
+    line_of: dict[str, int] = {}
+    for lineno, row in rows:
+        try:
+            sid, parsed = _parse_row(row)
+            if sid in line_of:
+                raise DataError(f"field 'id': {sid!r} already labelled on line {line_of[sid]}")
+        except DataError as exc:
+            raise DataError(f"{path}:{lineno}: {exc}") from None
+        line_of[sid] = lineno
+        labels[sid] = parsed
+    if not labels:
+        raise DataError(f"{path}: contains no labels")
+    return labels
+
+
+def _jsonl_rows(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for lineno, obj in json_lines(text):
+        if isinstance(obj, DataError):
+            raise DataError(f"{path}:{lineno}: {obj}")
+        rows.append((lineno, obj))
+    return rows
+
+
+def _csv_rows(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(text.splitlines())
+    if reader.fieldnames is None or "id" not in reader.fieldnames:
+        raise DataError(f"{path}:1: the header needs an 'id' column, got {reader.fieldnames}")
+    rows = []
+    for row in reader:
+        if None in row:
+            raise DataError(f"{path}:{reader.line_num}: more cells than header columns")
+        if any(v.strip() for v in row.values() if v is not None):
+            rows.append((reader.line_num, {k: v.strip() if v else None for k, v in row.items()}))
+    return rows
+
+
+def _parse_row(row: dict[str, Any]) -> tuple[str, dict[str, int]]:
+    sid = row.get("id")
+    if isinstance(sid, int) and not isinstance(sid, bool):
+        sid = str(sid)
+    if not isinstance(sid, str) or not sid:
+        raise DataError(f"field 'id': expected a non-empty string, got {sid!r}")
+    out = {}
+    for key, value in row.items():
+        if key == "id" or value is None or value == "":
+            continue
+        out[key] = _label(key, value)
+    return sid, out
+
+
+def _label(key: str, value: Any) -> int:
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if number is None or not number.is_integer() or not _LOW <= number <= _HIGH:
+        raise DataError(f"field {key!r}: {value!r} is not a label 1-5 (an integer)")
+    return int(number)
+
+
+def labels_from_dataset(path: str | Path, column: str) -> Labels:
+    """Labels kept in the dataset itself: each sample's ``metadata[column]`` holds
+    ``{rubric: 1-5}``; samples without it are unlabelled. Errors name file, sample and field."""
+    labels: Labels = {}
+    for sample in load_dataset(path):
+        row = sample.metadata.get(column)
+        if row is None:
+            continue
+        if not isinstance(row, dict):
+            raise DataError(
+                f"{path}: sample {sample.id!r}: field 'metadata.{column}': expected a mapping "
+                f"of rubric -> label, got {type(row).__name__}"
+            )
+        try:
+            labels[sample.id] = _parse_row({**row, "id": sample.id})[1]
+        except DataError as exc:
+            raise DataError(f"{path}: sample {sample.id!r}: metadata.{column}: {exc}") from None
+    if not labels:
+        raise DataError(f"{path}: no sample carries labels in metadata.{column}")
+    return labels
+
+
+# ---- output -----------------------------------------------------------------------------------
+
+_HEADER = ["rubric", "n", "Spearman ρ", "QWK κ", "Krippendorff α", "exact", "within ±1", "unpaired"]
+
+
+def _cells(r: CalibrationResult) -> list[str]:
+    def f(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    return [r.rubric, str(r.n), f(r.spearman), f(r.kappa), f(r.alpha), f(r.exact),
+            f(r.within_one), str(r.unpaired)]  # fmt: skip
+
+
+def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
+    lines = ["| " + " | ".join(_HEADER) + " |", "|---|" + "---:|" * (len(_HEADER) - 1)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in results.values()]
+    return "\n".join(lines)
+
+
+def render_table(results: Mapping[str, CalibrationResult]) -> str:
+    rows = [_HEADER, *(_cells(r) for r in results.values())]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in rows
+    )

@@ -1,0 +1,5 @@
+"""``python -m rag_judge.cli``: the same as the ``rag-judge`` command."""
+
+from rag_judge.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""``rag-judge compare BASE NEW...``: paired comparison of run reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rag_judge.analysis.compare import CompareOptions, compare_runs, render_markdown, render_table
+from rag_judge.stats import CORRECTIONS
+
+__all__ = ["add_parser", "run_compare"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "compare", help="paired significance tests of one or more runs against a base run"
+    )
+    p.add_argument("base", type=Path, help="base report.json (or its run folder)")
+    p.add_argument("new", type=Path, nargs="+", help="report(s) to compare with the base")
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        dest="metrics",
+        help="metric to compare, repeatable (default: every metric in both)",
+    )
+    p.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        default="none",
+        help="multiple-comparison correction across all metrics and runs",
+    )
+    p.add_argument("--format", choices=["table", "md", "json"], default="table")
+    p.add_argument("--resamples", type=_positive_int, default=10_000, help="bootstrap resamples")
+    p.add_argument(
+        "--permutations",
+        type=_positive_int,
+        default=10_000,
+        help="random sign flips when n > 16 (smaller n is enumerated exactly)",
+    )
+    p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the test")
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    options = CompareOptions(args.resamples, args.confidence, args.permutations, args.seed)
+    result = compare_runs(
+        args.base, list(args.new), options, metrics=args.metrics, correction=args.correction
+    )
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+    elif args.format == "md":
+        print(render_markdown(result), end="")
+    else:
+        print(render_table(result))
+    return 0

@@ -1,0 +1,92 @@
+"""``rag-judge gate REPORT``: check a report against thresholds and a baseline."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rag_judge.analysis.gates import _NAMED_EXPR, OPERATORS, check_gates, parse_threshold
+from rag_judge.errors import ConfigError
+from rag_judge.report.model import Report
+
+__all__ = ["add_fail_under", "add_parser", "run_gate", "thresholds_from_cli"]
+
+
+def add_fail_under(parser: argparse.ArgumentParser) -> None:
+    """``--fail-under METRIC=VALUE``, shared by ``gate`` and ``run``."""
+    parser.add_argument(
+        "--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+        help="fail (exit 1) if METRIC's mean is below VALUE (repeatable), e.g. ndcg@10=0.6",
+    )  # fmt: skip
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gate = subparsers.add_parser(
+        "gate",
+        help="check a report against thresholds and a baseline (exit 1 if a gate fails)",
+        description="Exit 0 when every gate passes, 1 when one fails, 2 on bad input.",
+    )
+    gate.add_argument("report", type=Path, help="report.json of the run to check")
+    add_fail_under(gate)
+    gate.add_argument(
+        "--threshold", action="append", default=[], metavar="EXPR",
+        help="'METRIC OP VALUE', OP one of >= > <= < == (repeatable), e.g. 'unscored_rate<=0.02'",
+    )  # fmt: skip
+    gate.add_argument("--baseline", type=Path, help="report.json to compare against")
+    gate.add_argument("--max-drop", type=float, help="largest allowed drop of a metric's mean")
+    gate.add_argument(
+        "--significant-only", action="store_true",
+        help="fail a drop only if the paired bootstrap finds it significant",
+    )  # fmt: skip
+    gate.add_argument(
+        "--metric", action="append", dest="metrics", metavar="METRIC",
+        help="compare only these metrics with the baseline (repeatable; default: all shared)",
+    )  # fmt: skip
+    gate.add_argument(
+        "--lower-is-better", action="append", default=[], metavar="METRIC",
+        help="a metric where a rise is the regression (repeatable)",
+    )  # fmt: skip
+    gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    gate.add_argument("-v", "--verbose", action="store_true", help="print passing gates too")
+    gate.set_defaults(handler=run_gate)
+
+
+def thresholds_from_cli(
+    fail_under: list[str], threshold: list[str] | None = None
+) -> dict[str, str | float]:
+    """Gates from ``--fail-under METRIC=VALUE`` and ``--threshold 'METRIC OP VALUE'``."""
+    thresholds: dict[str, str | float] = {}
+    for item in fail_under:
+        metric, sep, value = item.rpartition("=")
+        if not sep or not metric.strip():
+            raise ConfigError(f"--fail-under {item!r}: expected METRIC=VALUE, e.g. ndcg@10=0.6")
+        thresholds[metric.strip()] = f">= {value}"
+    for item in threshold or []:
+        match = _NAMED_EXPR.match(item)
+        if match is None:
+            raise ConfigError(
+                f"--threshold {item!r}: expected METRIC OP VALUE with OP one of "
+                f"{', '.join(OPERATORS)}, e.g. 'ndcg@10>=0.6'"
+            )
+        thresholds[match["metric"]] = f"{match['op']} {match['value']}"
+    for metric, expr in thresholds.items():
+        parse_threshold(expr, metric=metric)
+    return thresholds
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    thresholds = thresholds_from_cli(args.fail_under, args.threshold)
+    if args.baseline is None and args.max_drop is not None:
+        raise ConfigError("--max-drop needs --baseline")
+    if not thresholds and args.baseline is None:
+        raise ConfigError("nothing to check: give --fail-under, --threshold or --baseline")
+    report = Report.load(args.report)
+    baseline = Report.load(args.baseline) if args.baseline is not None else None
+    max_drop = args.max_drop if args.max_drop is not None or baseline is None else 0.0
+    result = check_gates(
+        report, thresholds, baseline=baseline, max_drop=max_drop,
+        significant_only=args.significant_only, lower_is_better=args.lower_is_better,
+        metrics=args.metrics, seed=args.seed,
+    )  # fmt: skip
+    print(result.render(verbose=args.verbose))
+    return 0 if result.passed else 1

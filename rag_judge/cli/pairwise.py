@@ -1,0 +1,56 @@
+"""``rag-judge pairwise A B``: which of two variants answers each question better."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rag_judge.data.jsonl import read_jsonl
+from rag_judge.errors import ConfigError, validation_messages
+from rag_judge.judge.pairwise import PairwiseJudge
+from rag_judge.llm import ClientConfig
+
+__all__ = ["add_parser", "run_pairwise"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "pairwise", help="LLM-judge which of two variants answers each question better"
+    )
+    p.add_argument("a", type=Path, help="dataset JSONL with variant A's answers")
+    p.add_argument("b", type=Path, help="dataset JSONL with variant B's answers (same ids)")
+    p.add_argument("--rubric", default="correctness", help="built-in rubric or .yaml file")
+    p.add_argument("--provider", choices=["stub", "local", "openai"], default="stub")
+    p.add_argument("--model", help="judge model (required for openai)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint")
+    p.add_argument("--cache", type=Path, help="SQLite cache of judge replies (default: none)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the judge and the bootstrap")
+    p.add_argument("--format", choices=["table", "md", "json"], default="table")
+    p.set_defaults(handler=run_pairwise)
+
+
+def run_pairwise(args: argparse.Namespace) -> int:
+    a, b = read_jsonl(args.a), read_jsonl(args.b)
+    try:
+        judge = PairwiseJudge(
+            rubric=args.rubric,
+            client=ClientConfig(provider=args.provider, model=args.model, base_url=args.base_url),
+            cache=args.cache,
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{loc}: {msg}" for loc, msg in validation_messages(exc))
+        raise ConfigError(problems) from None
+    result = judge.compare(list(a), list(b), labels=(str(args.a), str(args.b)))
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    elif args.format == "md":
+        print(result.to_markdown(), end="")
+    else:
+        print(result.to_table())
+    return 0

@@ -1,0 +1,73 @@
+"""``rag-judge retrieval QRELS RUN -m METRIC``: trec_eval-style metrics of a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rag_judge.data.ranking import rankings_for
+from rag_judge.data.trec import read_qrels, read_run
+from rag_judge.errors import RagJudgeError
+from rag_judge.metrics.retrieval import compute, parse_metric
+
+__all__ = ["add_parser", "run_retrieval"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ret = subparsers.add_parser("retrieval", help="trec_eval-style metrics of a run against qrels")
+    ret.add_argument("qrels", type=Path, help="TREC qrels: qid iter docid grade")
+    ret.add_argument("run", type=Path, help="TREC run: qid Q0 docid rank score tag")
+    ret.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        required=True,
+        dest="metrics",
+        help="metric name, repeatable: ndcg@10, map, mrr, precision@5, ...",
+    )
+    ret.add_argument("--per-query", action="store_true", help="also print per-query values")
+    ret.add_argument("--format", choices=["table", "json"], default="table")
+    ret.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        help="minimum grade that counts as relevant (default 1)",
+    )
+    ret.add_argument(
+        "-c",
+        "--zero-missing",
+        action="store_true",
+        help="count qrels queries missing from the run as zeros (trec_eval -c)",
+    )
+    ret.set_defaults(handler=run_retrieval)
+
+
+def run_retrieval(args: argparse.Namespace) -> int:
+    specs = [parse_metric(m) for m in args.metrics]
+    qrels, run = read_qrels(args.qrels), read_run(args.run)
+    qids, rankings = rankings_for(qrels, run, zero_missing=args.zero_missing)
+    if not qids:
+        raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
+    values = compute(rankings, specs, args.threshold)
+    means = {name: float(np.mean(v)) for name, v in values.items()}
+    if args.format == "json":
+        out: dict[str, object] = {"metrics": means}
+        if args.per_query:
+            out["per_query"] = {
+                q: {name: float(v[i]) for name, v in values.items()} for i, q in enumerate(qids)
+            }
+        print(json.dumps(out, indent=2))
+        return 0
+    # trec_eval's layout: measure, query (or "all"), value.
+    width = max(len(s.name) for s in specs)
+    if args.per_query:
+        for i, q in enumerate(qids):
+            for name, v in values.items():
+                print(f"{name:<{width}}\t{q}\t{v[i]:.4f}")
+    print(f"{'num_q':<{width}}\tall\t{len(qids)}")
+    for name, mean in means.items():
+        print(f"{name:<{width}}\tall\t{mean:.4f}")
+    return 0

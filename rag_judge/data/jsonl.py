@@ -1,0 +1,99 @@
+"""JSON-lines datasets: reading (file:line errors, byte-order mark tolerated) and writing."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rag_judge.data.sample import Dataset, Sample
+from rag_judge.errors import DataError, validation_messages
+
+__all__ = ["gather_samples", "json_lines", "read_jsonl", "read_text", "write_jsonl"]
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 text file, with errors that name it."""
+    try:
+        return path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
+    """Read one sample per line. Errors name ``file:line`` and the field.
+
+    With ``skip_invalid`` a bad line is skipped with a warning instead of raising.
+    """
+    path = Path(path)
+    parsed = ((str(n), partial(_to_sample, obj)) for n, obj in json_lines(read_text(path)))
+    return gather_samples(path, parsed, skip_invalid=skip_invalid)
+
+
+def gather_samples(
+    path: Path, parsed: Iterable[tuple[str, Callable[[], Sample]]], *, skip_invalid: bool
+) -> Dataset:
+    """A dataset from (location, parse) pairs, where a location is a line number ("12") or a
+    row ("row 3"). A parse that raises DataError, or a repeated sample id, is an error naming
+    ``file:location``, or with ``skip_invalid`` a warning and a skipped sample."""
+    samples: list[Sample] = []
+    where_of: dict[str, str] = {}
+    for where, parse in parsed:
+        try:
+            sample = parse()
+            if sample.id in where_of:
+                raise DataError(
+                    f"field 'id': sample id {sample.id!r} already used on {where_of[sample.id]}"
+                )
+        except DataError as exc:
+            message = f"{path}:{where}: {exc}"
+            if not skip_invalid:
+                raise DataError(message) from None
+            warnings.warn(f"skipping invalid sample: {message}", stacklevel=3)
+            continue
+        where_of[sample.id] = where if where.startswith("row") else f"line {where}"
+        samples.append(sample)
+    if not samples:
+        raise DataError(f"{path}: contains no samples")
+    return Dataset(samples=tuple(samples), source=str(path))
+
+
+def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
+    """(line number, object) for each non-blank line of a JSON Lines text; a line that is not
+    a JSON object comes as a DataError saying why, for the caller to place or skip."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield lineno, DataError(f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if isinstance(obj, dict):
+            yield lineno, obj
+        else:
+            yield lineno, DataError(f"expected a JSON object, got {type(obj).__name__}")
+
+
+def _to_sample(obj: dict[str, Any] | DataError) -> Sample:
+    if isinstance(obj, DataError):
+        raise obj
+    try:
+        return Sample.model_validate(obj)
+    except ValidationError as exc:
+        problems = "; ".join(f"field '{loc}': {msg}" for loc, msg in validation_messages(exc))
+        raise DataError(problems) from None
+
+
+def write_jsonl(samples: Sequence[Sample], path: str | Path) -> None:
+    """Write samples one per line, omitting fields left at their defaults."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for sample in samples:
+            fh.write(sample.model_dump_json(exclude_defaults=True) + "\n")

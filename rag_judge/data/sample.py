@@ -1,0 +1,131 @@
+"""Samples, contexts and datasets, and the JSONL reader whose errors name file, line and field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["Context", "Dataset", "Sample"]
+
+_MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
+
+
+class Context(BaseModel):
+    """One retrieved chunk. ``relevance`` is its own graded judgment, when the data carries one."""
+
+    model_config = _MODEL_CONFIG
+
+    id: str | None = None
+    text: str = ""
+    score: float | None = None
+    relevance: float | None = None
+
+
+class Sample(BaseModel):
+    """One question with what the RAG system retrieved and answered, and the gold data.
+
+    ``contexts`` are in rank order. ``relevance`` maps doc id -> grade for every judged document
+    of the query, retrieved or not; ``None`` means the sample carries no judgments at all, while
+    ``{}`` means it was judged and nothing is relevant.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    id: str = Field(min_length=1)
+    question: str | None = None
+    contexts: tuple[Context, ...] = ()
+    answer: str | None = None
+    references: tuple[str, ...] = ()
+    relevance: dict[str, float] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _plain_strings(cls, value: Any) -> Any:
+        # A list of plain strings is a common shape (ragas, LangChain): accept it as texts.
+        if isinstance(value, list | tuple):
+            return [{"text": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("references", mode="before")
+    @classmethod
+    def _single_reference(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unique_context_ids(self) -> Sample:
+        seen: set[str] = set()
+        for ctx in self.contexts:
+            if ctx.id is None:
+                continue
+            if ctx.id in seen:
+                raise ValueError(
+                    f"doc id {ctx.id!r} appears twice in the ranking of query {self.id!r}"
+                )
+            seen.add(ctx.id)
+        return self
+
+    def judged_grades(self) -> dict[str, float] | None:
+        """All judgments of the query: ``relevance`` plus grades carried by the contexts.
+
+        ``None`` when neither the sample nor any of its contexts carries a judgment.
+        """
+        own = {
+            c.id: c.relevance for c in self.contexts if c.id is not None and c.relevance is not None
+        }
+        if self.relevance is None and not own and not self._unnamed_grades():
+            return None
+        # A context's own grade is the more specific judgment, so it wins over the table.
+        return {**(self.relevance or {}), **own}
+
+    def _unnamed_grades(self) -> list[float]:
+        return [c.relevance for c in self.contexts if c.id is None and c.relevance is not None]
+
+    def ranked_grades(self) -> list[float]:
+        """The grade of each retrieved context in rank order; unjudged contexts get 0."""
+        table = self.relevance or {}
+        out = []
+        for ctx in self.contexts:
+            if ctx.relevance is not None:
+                out.append(float(ctx.relevance))
+            else:
+                out.append(float(table.get(ctx.id, 0.0)) if ctx.id is not None else 0.0)
+        return out
+
+    def ideal_grades(self) -> list[float]:
+        """Every judged grade of the query, including contexts without an id that carry one."""
+        return list((self.judged_grades() or {}).values()) + self._unnamed_grades()
+
+
+class Dataset(BaseModel):
+    """An ordered collection of samples with unique ids."""
+
+    model_config = ConfigDict(frozen=True)
+
+    samples: tuple[Sample, ...]
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Dataset:
+        seen: set[str] = set()
+        for sample in self.samples:
+            if sample.id in seen:
+                raise ValueError(f"sample id {sample.id!r} appears twice")
+            seen.add(sample.id)
+        return self
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __iter__(self) -> Iterator[Sample]:  # type: ignore[override]
+        return iter(self.samples)
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.samples[index]
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[Sample | dict[str, Any]]) -> Dataset:
+        parsed = [s if isinstance(s, Sample) else Sample.model_validate(s) for s in samples]
+        return cls(samples=tuple(parsed))

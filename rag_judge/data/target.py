@@ -1,0 +1,248 @@
+"""Run the RAG system under test: call a user's function on each question, record answers,
+retrieved contexts, latency and failures.
+
+A target is any callable taking the question string, sync or async, named in a config as
+``package.module:function`` or ``path/to/file.py:function``. It returns a dict
+``{"answer": str, "contexts": [str | {"id", "text", "score"}]}``, a tuple ``(answer, contexts)``
+or an object with ``.answer`` and ``.contexts``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import importlib
+import importlib.util
+import inspect
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rag_judge.data.sample import Context, Sample
+from rag_judge.errors import ConfigError, validation_messages
+
+__all__ = ["TargetRun", "resolve_target", "run_target", "run_target_sync"]
+
+Target = Callable[[str], Any]
+_SHAPES = (
+    "a dict {'answer': str, 'contexts': [...]}, a tuple (answer, contexts) "
+    "or an object with .answer and .contexts"
+)
+_DICT_KEYS = ("answer", "contexts")
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    """Per input sample, in input order: the sample with the target's answer and contexts,
+    the call's latency in seconds (None when it failed) and its failure (None when it worked).
+    A failed sample has no answer and no contexts."""
+
+    samples: list[Sample]
+    latency: list[float | None]
+    errors: list[str | None]
+
+    @property
+    def failures(self) -> int:
+        return sum(e is not None for e in self.errors)
+
+
+def resolve_target(spec: str, *, base_dir: str | Path | None = None) -> Target:
+    """The callable named by ``package.module:function`` or ``path/to/file.py:function``
+    (a file path is relative to ``base_dir``, default the working folder). The attribute may
+    be dotted: ``module:obj.method``."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(
+            f"target {spec!r}: expected 'package.module:function' or 'path/to/file.py:function'"
+        )
+    if module_name.endswith(".py"):
+        module = _import_file(spec, Path(base_dir or ".") / module_name)
+    else:
+        module = _import_module(spec, module_name)
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"target {spec!r}: {module_name} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise ConfigError(f"target {spec!r}: {attr} is a {type(obj).__name__}, not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def _import_module(spec: str, name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise ConfigError(
+                f"target {spec!r}: no module named {exc.name!r} (is it installed or on "
+                f"PYTHONPATH? a file works too: 'path/to/file.py:function')"
+            ) from None
+        raise ConfigError(f"target {spec!r}: importing {name} failed: {exc}") from exc
+    except Exception as exc:
+        raise ConfigError(
+            f"target {spec!r}: importing {name} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _import_file(spec: str, path: Path) -> Any:
+    path = path.resolve()
+    if not path.is_file():
+        raise ConfigError(f"target {spec!r}: file {path} not found")
+    name = f"rag_judge_target_{path.stem}_{abs(hash(str(path))):x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise ConfigError(f"target {spec!r}: cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ConfigError(
+            f"target {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+async def run_target(
+    target: Target | str,
+    samples: Sequence[Sample],
+    *,
+    concurrency: int = 4,
+    timeout: float | None = None,
+) -> TargetRun:
+    """Call ``target`` on each sample's question, at most ``concurrency`` calls at a time.
+
+    Sync callables run in worker threads, async ones on the running loop. ``timeout`` (seconds)
+    bounds each call; a sync call that times out is abandoned, not stopped (a thread cannot be
+    killed), so its thread finishes in the background. Failures never raise: each is recorded.
+    """
+    if isinstance(target, str):
+        target = resolve_target(target)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"target concurrency must be an integer >= 1, got {concurrency!r}")
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"target timeout must be > 0 seconds or None, got {timeout!r}")
+    limit = asyncio.Semaphore(concurrency)
+    executor = None if _is_async(target) else ThreadPoolExecutor(concurrency, "rag-judge-target")
+    call = _caller(target, executor)
+
+    async def one(sample: Sample) -> tuple[Sample, float | None, str | None]:
+        if sample.question is None:
+            return _failed(sample), None, "the sample has no question"
+        async with limit:
+            start = time.perf_counter()
+            try:
+                value = await asyncio.wait_for(call(sample.question), timeout)
+            except asyncio.TimeoutError:
+                return _failed(sample), None, f"timed out after {timeout:g} s"
+            except Exception as exc:  # the system under test may raise anything
+                return _failed(sample), None, f"{type(exc).__name__}: {exc}"
+            latency = time.perf_counter() - start
+        try:
+            return _filled(sample, value), latency, None
+        except ValueError as exc:
+            return _failed(sample), None, str(exc)
+
+    try:
+        results = await asyncio.gather(*(one(s) for s in samples))
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+    return TargetRun(
+        samples=[r[0] for r in results],
+        latency=[r[1] for r in results],
+        errors=[r[2] for r in results],
+    )
+
+
+def run_target_sync(
+    target: Target | str,
+    samples: Sequence[Sample],
+    *,
+    concurrency: int = 4,
+    timeout: float | None = None,
+) -> TargetRun:
+    """:func:`run_target` from synchronous code, whether or not an event loop is running here
+    (a notebook or an async web handler has one: then the run gets its own loop in a thread)."""
+    kwargs: dict[str, Any] = {"concurrency": concurrency, "timeout": timeout}
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_target(target, samples, **kwargs))
+    with ThreadPoolExecutor(1, "rag-judge-target-loop") as pool:
+        return pool.submit(lambda: asyncio.run(run_target(target, samples, **kwargs))).result()
+
+
+def _is_async(target: Target) -> bool:
+    call = getattr(target, "__call__", None)  # noqa: B004 -- an object with async __call__
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+
+
+def _caller(target: Target, executor: ThreadPoolExecutor | None) -> Callable[[str], Awaitable[Any]]:
+    async def call(question: str) -> Any:
+        if executor is None:
+            value = target(question)
+        else:
+            loop = asyncio.get_running_loop()
+            ctx = contextvars.copy_context()
+            value = await loop.run_in_executor(
+                executor, functools.partial(ctx.run, target, question)
+            )
+        # A sync wrapper may still hand back a coroutine (a lambda around an async function).
+        return await value if inspect.isawaitable(value) else value
+
+    return call
+
+
+def _failed(sample: Sample) -> Sample:
+    return sample.model_copy(update={"answer": None, "contexts": ()})
+
+
+def _filled(sample: Sample, value: Any) -> Sample:
+    """The sample with the target's answer and contexts; ValueError names a wrong shape."""
+    answer, contexts = _unpack(value)
+    if not isinstance(answer, str):
+        raise ValueError(f"target returned an answer of type {type(answer).__name__}, not str")
+    if contexts is None:
+        contexts = []
+    if isinstance(contexts, str) or not isinstance(contexts, Sequence):
+        raise ValueError(
+            f"target returned contexts of type {type(contexts).__name__}; expected a list of "
+            "strings or {'id', 'text', 'score'} objects"
+        )
+    items = [c.model_dump() if isinstance(c, Context) else c for c in contexts]
+    data = sample.model_dump(exclude={"answer", "contexts"})
+    try:
+        return Sample.model_validate({**data, "answer": answer, "contexts": items})
+    except ValidationError as exc:
+        problems = "; ".join(
+            msg if loc == "<root>" else f"'{loc}': {msg}" for loc, msg in validation_messages(exc)
+        )
+        raise ValueError(f"target returned invalid output: {problems}") from None
+
+
+def _unpack(value: Any) -> tuple[Any, Any]:
+    if isinstance(value, Mapping):
+        unknown = [k for k in value if k not in _DICT_KEYS]
+        if "answer" not in value or unknown:
+            what = f"unknown key {unknown[0]!r}" if unknown else "no 'answer' key"
+            raise ValueError(f"target returned a dict with {what}; expected {_SHAPES}")
+        return value["answer"], value.get("contexts")
+    if isinstance(value, tuple) and len(value) == 2:
+        return value[0], value[1]
+    if hasattr(value, "answer") and not isinstance(value, str | bytes):
+        return value.answer, getattr(value, "contexts", None)
+    shape = f"a tuple of {len(value)}" if isinstance(value, tuple) else type(value).__name__
+    raise ValueError(f"target returned {shape}; expected {_SHAPES}")

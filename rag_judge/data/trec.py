@@ -1,0 +1,273 @@
+"""TREC qrels and run files: readers, writers, trec_eval ordering, and conversion to samples.
+
+A run is kept column-wise (query ids, doc ids, scores) so that ordering ten thousand queries is
+a handful of numpy sorts rather than a Python sort per query.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from operator import ne
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from rag_judge.data.jsonl import read_text
+from rag_judge.data.ranking import Qrels, Run, encode, encode_runs, rankings_for
+from rag_judge.data.sample import Context, Sample
+from rag_judge.errors import DataError
+
+__all__ = [
+    "Qrels",
+    "Run",
+    "qrels_from_samples",
+    "rankings_for",
+    "read_qrels",
+    "read_run",
+    "run_from_samples",
+    "samples_from_trec",
+    "write_qrels",
+    "write_run",
+]
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic GC while building millions of small strings and lists: it would rescan
+    them over and over (about 3x slower parsing), and they hold no reference cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _tokens(path: Path, text: str, width: int, layout: str) -> list[str]:
+    """All whitespace-separated fields, after checking that every line has ``width`` of them.
+
+    The check runs over the bytes with numpy for ASCII files; anything else (or a failed check)
+    takes the per-line path, which names the first bad line.
+    """
+    tokens = text.split()
+    if not (text.isascii() and _fields_per_line_ok(text, width)):
+        for lineno, parts in _numbered(text):
+            if len(parts) != width:
+                raise DataError(
+                    f"{path}:{lineno}: a {layout} line has {width} columns, found {len(parts)}"
+                )
+    return tokens
+
+
+# Bytes str.split() treats as whitespace, and the other bytes a plain ASCII file may hold.
+_ASCII_SPACE = bytes([9, 10, 11, 12, 13, 28, 29, 30, 31, 32])
+_ASCII_PLAIN = _ASCII_SPACE + bytes(range(33, 128))
+
+
+def _fields_per_line_ok(text: str, width: int) -> bool:
+    """Does every non-blank line hold exactly ``width`` fields? One numpy pass over the bytes.
+
+    Only for text of plain ASCII (no other control bytes), where "byte <= 32" is exactly the
+    set of separators str.split() uses; anything else returns False for the exact slow path.
+    """
+    data = text.encode("ascii")
+    if data.translate(None, _ASCII_PLAIN):
+        return False
+    buf = np.frombuffer(data, dtype=np.uint8)
+    space = buf <= 32
+    starts = ~space
+    starts[1:] &= space[:-1]
+    token_at = np.flatnonzero(starts)
+    before = np.searchsorted(token_at, np.flatnonzero(buf == 10))  # fields before each newline
+    per_line = np.diff(np.r_[0, before, len(token_at)])
+    return bool(np.all((per_line == 0) | (per_line == width)))
+
+
+def _numbered(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank line: the slow path, for error messages."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        parts = line.split()
+        if parts:
+            yield lineno, parts
+
+
+def _line_of_entry(text: str, entry: int) -> int:
+    return next(n for i, (n, _) in enumerate(_numbered(text)) if i == entry)
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read ``qid iter docid grade`` lines; a repeated (qid, docid) pair is an error."""
+    path = Path(path)
+    text = read_text(path)
+    with _no_gc():
+        tokens = _tokens(path, text, 4, "qrels (qid iter docid grade)")
+        qids, docids, raw = tokens[0::4], tokens[2::4], tokens[3::4]
+        try:
+            grades = list(map(int, raw))
+        except ValueError:
+            entry = next(i for i, g in enumerate(raw) if not _is_int(g))
+            raise DataError(
+                f"{path}:{_line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
+                "is not an integer"
+            ) from None
+        # Judgments come grouped by query: build each query's dict in one C-level call.
+        change = np.fromiter(map(ne, qids[1:], qids[:-1]), dtype=bool, count=max(len(qids) - 1, 0))
+        bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(qids)] if qids else [0]
+        qrels: Qrels = {}
+        for start, end in itertools.pairwise(bounds):
+            group = dict(zip(docids[start:end], grades[start:end]))
+            qid = qids[start]
+            if qid in qrels:  # the query also appears earlier in the file
+                qrels[qid].update(group)
+            else:
+                qrels[qid] = group
+    if not qrels:
+        raise DataError(f"{path}: contains no judgments")
+    if sum(map(len, qrels.values())) != len(qids):
+        seen: set[tuple[str, str]] = set()
+        for entry, pair in enumerate(zip(qids, docids)):
+            if pair in seen:
+                raise DataError(
+                    f"{path}:{_line_of_entry(text, entry)}: query {pair[0]!r} judges doc "
+                    f"{pair[1]!r} twice"
+                )
+            seen.add(pair)
+    return qrels
+
+
+_CHUNK = 1 << 22  # characters of a run file handled at once: bounds the peak of live strings
+
+
+def read_run(path: str | Path, name: str | None = None) -> Run:
+    """Read ``qid Q0 docid rank score tag`` lines. The rank column is ignored, as trec_eval does.
+
+    The file is handled in slices of whole lines, so at most one slice's fields are alive as
+    Python strings at a time; ids become integer codes as they are read.
+    """
+    path = Path(path)
+    text = read_text(path)
+    qindex: dict[str, int] = {}
+    dindex: dict[str, int] = {}
+    q, d, scores = [], [], []
+    tag = ""
+    with _no_gc():
+        for chunk in _line_slices(text, _CHUNK):
+            try:
+                tokens = _tokens(path, chunk, 6, "run (qid Q0 docid rank score tag)")
+                raw = tokens[4::6]
+                values = np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))
+            except (DataError, ValueError):
+                _raise_first_bad_run_line(path, text)
+            tag = tag or (tokens[5] if tokens else "")
+            q.append(encode_runs(tokens[0::6], qindex))
+            d.append(encode(tokens[2::6], dindex))
+            scores.append(values)
+    if not qindex:
+        raise DataError(f"{path}: contains no results")
+    run = Run(tuple(qindex), tuple(dindex), np.concatenate(q), np.concatenate(d),
+              np.concatenate(scores), name or tag, (), dindex)  # fmt: skip
+    dup = run.first_duplicate()
+    if dup is not None:
+        raise DataError(
+            f"{path}:{_line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} retrieves "
+            f"doc {run.doc_ids[run.d[dup]]!r} twice"
+        )
+    return run
+
+
+def _line_slices(text: str, size: int) -> Iterator[str]:
+    """Consecutive slices of ``text`` of about ``size`` characters, each ending at a newline."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", min(start + size, len(text)))
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _raise_first_bad_run_line(path: Path, text: str) -> NoReturn:
+    """The slow path: find the first line with a wrong field count or score, with its number."""
+    for lineno, parts in _numbered(text):
+        if len(parts) != 6:
+            raise DataError(
+                f"{path}:{lineno}: a run (qid Q0 docid rank score tag) line has 6 columns, "
+                f"found {len(parts)}"
+            )
+        if not _is_float(parts[4]):
+            raise DataError(f"{path}:{lineno}: field 'score': {parts[4]!r} is not a number")
+    raise AssertionError("unreachable: both paths parse fields the same way")
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def write_qrels(qrels: Qrels, path: str | Path) -> None:
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for qid, docs in qrels.items():
+            for docid, grade in docs.items():
+                fh.write(f"{qid} 0 {docid} {grade}\n")
+
+
+def write_run(run: Run, path: str | Path) -> None:
+    """Write in trec_eval order with ranks 1..n; scores keep full precision (repr)."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for qid, docs in run.ordered().items():
+            for rank, (docid, score) in enumerate(docs, start=1):
+                fh.write(f"{qid} Q0 {docid} {rank} {score!r} {run.name}\n")
+
+
+def qrels_from_samples(samples: Sequence[Sample]) -> Qrels:
+    """Judgments of every sample that carries any (integer grades, as TREC files hold)."""
+    out: Qrels = {}
+    for sample in samples:
+        grades = sample.judged_grades()
+        if grades is not None:
+            out[sample.id] = {d: _int_grade(sample.id, d, g) for d, g in grades.items()}
+    return out
+
+
+def _int_grade(qid: str, docid: str, grade: float) -> int:
+    if grade != int(grade):
+        raise DataError(f"query {qid!r} doc {docid!r}: grade {grade} is not an integer")
+    return int(grade)
+
+
+def run_from_samples(samples: Sequence[Sample], name: str = "rag-judge") -> Run:
+    """A run whose trec_eval order is each sample's list order: rank r gets score n - r."""
+    run: dict[str, dict[str, float]] = {}
+    for sample in samples:
+        ids = [c.id for c in sample.contexts]
+        if any(i is None for i in ids):
+            raise DataError(f"sample {sample.id!r}: field 'contexts': every context needs an id")
+        run[sample.id] = {str(d): float(len(ids) - r) for r, d in enumerate(ids)}
+    return Run.from_dict(run, name)
+
+
+def samples_from_trec(qrels: Qrels, run: Run) -> list[Sample]:
+    """One sample per run query, contexts in trec_eval order, with the query's judgments."""
+    return [
+        Sample(
+            id=qid,
+            contexts=tuple(Context(id=d, score=s) for d, s in docs),
+            relevance={d: float(g) for d, g in qrels[qid].items()} if qid in qrels else None,
+        )
+        for qid, docs in run.ordered().items()
+    ]

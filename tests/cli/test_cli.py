@@ -1,0 +1,143 @@
+"""The command line: golden numbers through `rag-judge retrieval`, and `rag-judge run`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_judge.cli import main
+from tests import REPO
+
+
+def trec_files(tmp_path: Path, queries: dict[str, list[int]], n_rel: dict[str, int] | None = None):
+    """Write a run whose list order is the given one, and qrels with those grades.
+
+    ``n_rel`` adds unretrieved relevant documents to a query's judgments.
+    """
+    qrels, run = [], []
+    for q, grades in queries.items():
+        for r, g in enumerate(grades):
+            run.append(f"{q} Q0 {q}-d{r} {r + 1} {100 - r} test")
+            qrels.append(f"{q} 0 {q}-d{r} {g}")
+        for extra in range((n_rel or {}).get(q, 0)):
+            qrels.append(f"{q} 0 {q}-x{extra} 1")
+    (tmp_path / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    (tmp_path / "run.txt").write_text("\n".join(run) + "\n")
+    return str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt")
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert main(["retrieval", *args, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("grades", "metric", "value"),
+    [
+        ([3, 2, 0, 1], "ndcg@4", 0.985442),
+        ([1, 3, 0, 2, 2], "ndcg@5", 0.795401),
+        ([3, 2, 3, 0, 1], "ndcg@5", 0.972364),
+        ([3, 2, 3, 0, 1], "ndcg_exp@5", 0.957478),
+        ([5, 3, 5, 0, 2], "dcg@3", 9.3928),
+        ([5, 3, 5, 0, 2], "idcg@5", 10.5160),
+        ([5, 3, 5, 0, 2], "ndcg@3", 0.972877),
+        ([5, 3, 5, 0, 2], "ndcg@5", 0.966764),
+    ],
+)
+def test_graded_golden_numbers_through_the_cli(tmp_path, capsys, grades, metric, value) -> None:
+    qrels, run = trec_files(tmp_path, {"q": grades})
+    out = cli_json(capsys, qrels, run, "-m", metric)
+    assert out["metrics"][metric] == pytest.approx(value, abs=5e-5)
+
+
+def test_binary_golden_numbers_through_the_cli(tmp_path, capsys) -> None:
+    # 001: relevant at ranks 1, 3, 5 of 5; 10 relevant in all (7 unretrieved).
+    qrels, run = trec_files(tmp_path, {"q": [1, 0, 1, 0, 1]}, n_rel={"q": 7})
+    out = cli_json(capsys, qrels, run, "-m", "precision@2", "-m", "recall@3", "-m",
+                   "precision@3", "-m", "f1@3", "-m", "map")  # fmt: skip
+    assert out["metrics"] == pytest.approx(
+        {"precision@2": 0.5, "recall@3": 0.2, "precision@3": 2 / 3, "f1@3": 0.307692,
+         "map": 0.226667}, abs=1e-6)  # fmt: skip
+
+
+def test_mrr_and_per_query_output(tmp_path, capsys) -> None:
+    qrels, run = trec_files(tmp_path, {"q1": [1, 0], "q2": [0, 1]})
+    out = cli_json(capsys, qrels, run, "-m", "mrr", "--per-query")
+    assert out == {"metrics": {"mrr": 0.75}, "per_query": {"q1": {"mrr": 1.0}, "q2": {"mrr": 0.5}}}
+
+
+def test_table_format_lists_num_q_and_means(tmp_path, capsys) -> None:
+    qrels, run = trec_files(tmp_path, {"q1": [1, 0], "q2": [0, 1]})
+    assert main(["retrieval", qrels, run, "-m", "mrr", "--per-query"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split() == ["num_q", "all", "2"]
+    assert lines[-1].split() == ["mrr", "all", "0.7500"]
+    assert ["mrr", "q2", "0.5000"] in [ln.split() for ln in lines]
+
+
+@pytest.mark.parametrize(
+    ("metric", "needle"),
+    [("ndgc@10", "unknown retrieval metric 'ndgc@10'; valid metrics:"),
+     ("ndcg@-1", "k must be a positive integer"), ("map@x", "k must be a positive integer")],
+)  # fmt: skip
+def test_bad_metric_is_a_clear_error(tmp_path, capsys, metric, needle) -> None:
+    qrels, run = trec_files(tmp_path, {"q": [1]})
+    assert main(["retrieval", qrels, run, "-m", metric]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_run_command_writes_reports(tmp_path: Path) -> None:
+    # A real subprocess through the installed console entry point's module.
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_judge.cli", "run", "configs/demo.yaml", "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "| ndcg@5 |" in proc.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["summary"]["mrr"]["n"] == len(report["samples"])
+
+
+def test_run_with_a_bad_dataset_override(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a"}\n{"id": 1, "contexts": 3}\n')
+    code = main(["run", "configs/demo.yaml", "--dataset", str(bad), "--out", str(tmp_path)])
+    assert code == 2
+    assert f"{bad}:2: field 'contexts'" in capsys.readouterr().err
+
+
+def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) -> None:
+    assert main(["run", "configs/demo.yaml", "--dry-run", "--out", str(tmp_path)]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("evaluators[4] (judge): ")
+    estimate = json.loads(line.split(": ", 1)[1])
+    # 30 samples x 4 single-request rubrics + one request per retrieved context
+    contexts = sum(len(json.loads(x)["contexts"]) for x in
+                   (REPO / "configs/data/demo.jsonl").read_text().splitlines())  # fmt: skip
+    assert estimate["prompts"] == 30 * 4 + contexts
+    assert estimate["prompt_tokens_estimate"] > 0
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_compare_two_runs_end_to_end(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "configs/demo.yaml", "--out", str(a)]) == 0
+    assert main(["run", "configs/demo.yaml", "--out", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "-m", "ndcg@5", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ndcg = out["comparisons"][0]["metrics"]["ndcg@5"]
+    assert (ndcg["diff"], ndcg["p_value"], ndcg["n"]) == (0.0, 1.0, 30)
+
+
+def test_gate_exit_codes_through_main(tmp_path: Path, capsys) -> None:
+    assert main(["run", "configs/demo.yaml", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["gate", str(tmp_path), "--fail-under", "ndcg@5=0.6"]) == 0
+    assert main(["gate", str(tmp_path), "--fail-under", "ndcg@5=0.61"]) == 1
+    assert "FAIL ndcg@5 = 0.6021 (needs >= 0.61)" in capsys.readouterr().out
+    assert main(["gate", str(tmp_path), "--threshold", "ndcg@5=>0.6"]) == 2

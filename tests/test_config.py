@@ -1,0 +1,140 @@
+"""Variant matrices and config-level gates through `rag-judge run`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_judge import ConfigError
+from rag_judge.cli import main
+from rag_judge.config import expand_matrix, folder_name, load_experiments
+from tests import REPO
+
+DATA = REPO / "configs" / "data" / "demo.jsonl"
+
+MATRIX = f"""
+name: grid
+dataset: {DATA}
+bootstrap: {{resamples: 200}}
+evaluators:
+  - type: retrieval
+    metrics: [ndcg@3, map]
+  - type: judge
+    rubrics: [faithfulness]
+    cache: null
+matrix:
+  judge:
+    heuristic: {{evaluators.1.client.stub: lexical_support}}
+    fixed: {{evaluators.1.client.stub: fixed, evaluators.1.client.stub_score: 2}}
+  cut:
+    k3: {{evaluators.0.metrics: [ndcg@3, map]}}
+    k5: {{evaluators.0.metrics: [ndcg@5, map]}}
+gates:
+  map: ">= 0.4"
+"""
+
+
+def test_matrix_expands_every_combination(tmp_path: Path) -> None:
+    path = tmp_path / "grid.yaml"
+    path.write_text(MATRIX)
+    experiments = load_experiments(path)
+    assert [name for name, _ in experiments] == [
+        "judge=heuristic,cut=k3", "judge=heuristic,cut=k5",
+        "judge=fixed,cut=k3", "judge=fixed,cut=k5",
+    ]  # fmt: skip
+    fixed_k5 = experiments[3][1]
+    assert fixed_k5.evaluators[0].metric_names() == ["ndcg@5", "map"]
+    assert fixed_k5.evaluators[1].client.stub == "fixed"  # type: ignore[attr-defined]
+    assert folder_name("judge=fixed,cut=k5") == "judge-fixed_cut-k5"
+
+
+@pytest.mark.parametrize(
+    ("matrix", "needle"),
+    [
+        ({"a": {"x": {"evaluators.7.type": "bleu"}}}, "'evaluators.7' does not exist (it has 1"),
+        ({"a": []}, "matrix.a: a mapping of variant name -> settings"),
+    ],
+)
+def test_bad_matrix_entries_name_the_variant(matrix: dict, needle: str) -> None:
+    data = {"evaluators": [{"type": "retrieval"}], "matrix": matrix}
+    with pytest.raises(ConfigError, match=r"matrix\.a") as err:
+        expand_matrix(data, "exp.yaml")
+    assert needle in str(err.value)
+
+
+def test_run_writes_a_report_per_variant_a_comparison_and_checks_gates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "grid.yaml"
+    path.write_text(MATRIX)
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("all 1 gates passed") == 4
+    for name in ["judge-heuristic_cut-k3", "judge-fixed_cut-k5"]:
+        assert (tmp_path / "out" / name / "report.html").exists()
+    comparison = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert len(comparison["comparisons"]) == 3
+    fixed = comparison["comparisons"][1]["metrics"]["faithfulness"]  # judge=fixed,cut=k3
+    assert fixed["new_mean"] == 2.0 and fixed["diff"] < 0
+    # --fail-under adds a gate on top of the config's; one failing gate makes the exit code 1
+    assert main(["run", str(path), "--out", str(tmp_path / "o2"), "--fail-under", "map=0.9"]) == 1
+    assert "FAIL map = 0.5004 (needs >= 0.9)" in capsys.readouterr().out
+
+
+def test_a_bad_gate_in_the_config_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\ngates:\n  map: '=> 1'\n")
+    with pytest.raises(ConfigError, match=r"g.yaml:4: gates"):
+        load_experiments(path)
+
+
+def test_a_misspelt_key_in_a_variant_is_an_unknown_key(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\n"
+        "matrix:\n  a:\n    x: {evaluators.0.threshold: 2}\n"
+    )
+    with pytest.raises(ConfigError, match=r"unknown key 'threshold' \(variant a=x\)"):
+        load_experiments(path)
+
+
+def test_a_config_target_answers_each_question_and_records_latency(tmp_path: Path) -> None:
+    examples = REPO / "examples" / "toy_rag.py"
+    path = tmp_path / "live.yaml"
+    path.write_text(
+        f"dataset: {DATA}\ntarget: {examples}:answer\ntarget_concurrency: 2\n"
+        "evaluators:\n  - {type: retrieval, metrics: [mrr]}\n  - {type: bleu}\n"
+    )
+    from rag_judge import Pipeline
+
+    report = Pipeline.from_yaml(path).run()
+    latency = report.summary["latency_s"]
+    assert latency.n == 30 and latency.errors == 0 and latency.mean is not None
+    assert latency.mean > 0
+    assert report.signatures["latency_s"].startswith(f"latency_s|target:{examples}:answer|")
+    assert report.summary["bleu"].n == 30  # the toy system's answers were evaluated
+    with pytest.raises(ConfigError, match="target"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(f"dataset: {DATA}\ntarget: no_such_module:f\nevaluators: [{{type: bleu}}]\n")
+        Pipeline.from_yaml(bad).run()
+
+
+def test_pipeline_runs_inside_a_running_event_loop() -> None:
+    """As in Jupyter: a judge and a target called from code already inside an event loop."""
+    import asyncio
+
+    from rag_judge import ExperimentConfig, JudgeEvaluator, Pipeline, read_jsonl
+
+    examples = REPO / "examples" / "toy_rag.py"
+    samples = list(read_jsonl(DATA))[:3]
+    config = ExperimentConfig(
+        target=f"{examples}:aanswer",
+        evaluators=[JudgeEvaluator(rubrics=["faithfulness"], cache=None)],
+    )
+
+    async def notebook_cell() -> float | None:
+        return Pipeline(config).run(samples).summary["faithfulness"].mean
+
+    assert asyncio.run(notebook_cell()) is not None
