@@ -42,6 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.bertscore import METRICS, BERTScoreEvaluator
 from rag_judge.metrics.bertscore import encoder as E
+from rag_judge.metrics.bertscore import models as M
 from rag_judge.metrics.bertscore.kernel import greedy_prf, token_weights
 
 # 30 hand-graded pairs (0 unrelated .. 5 same meaning), STS-style, for --layer-study.
@@ -88,7 +89,7 @@ LAYER_PAIRS = [
 def make_pairs(n: int, seed: int = 0, words: int = 20) -> tuple[list[str], list[str]]:
     """Unique ~``words``-word references from the model's whole-word vocabulary (Zipf-like
     draws) and candidates that keep about 70 % of each reference's words in order."""
-    vocab_file = E.resolve_model_dir(E.DEFAULT_MODEL) / "vocab.txt"
+    vocab_file = M.resolve_model_dir(M.DEFAULT_MODEL) / "vocab.txt"
     vocab = [
         w for w in vocab_file.read_text(encoding="utf-8").split()
         if w.isalpha() and w.islower() and len(w) >= 3
@@ -110,6 +111,16 @@ def make_pairs(n: int, seed: int = 0, words: int = 20) -> tuple[list[str], list[
         refs.append(" ".join(ref).capitalize() + ".")
         cands.append(" ".join(cand).capitalize() + ".")
     return cands, refs
+
+
+RUNTIME = E.default_runtime()  # the process's loaded models, embedding LRU and counters
+
+
+def fresh_process() -> None:
+    """A fresh process's encoder state (no model loaded, empty LRU, zero counters), minus the
+    imports."""
+    RUNTIME.clear()
+    RUNTIME.stats.reset()
 
 
 def _clock(fn: Any) -> tuple[float, Any]:
@@ -143,7 +154,7 @@ def arithmetic_share(run: Callable[[], Any]) -> tuple[float, float]:
 def padding_share(texts: list[str], layer: int, batch_size: int) -> float:
     """The share of padding in bert-score's batches: unique texts sorted by word count,
     longest first, ``batch_size`` at a time, each padded to its longest tokenisation."""
-    enc = E.Encoder(E.DEFAULT_MODEL, layer, device="cpu")
+    enc = E.Encoder.open(M.DEFAULT_MODEL, layer, device="cpu")
     unique = sorted(set(texts), key=lambda t: len(t.split(" ")), reverse=True)
     lengths = [len(ids) for ids in enc.tokenize(unique)]
     batches = [lengths[i : i + batch_size] for i in range(0, len(lengths), batch_size)]
@@ -161,7 +172,7 @@ def run_once(
         Sample(id=str(i), answer=c, references=[r]) for i, (c, r) in enumerate(zip(cands, refs))
     ]
     n = len(samples)
-    layer, model_dir = BERTScoreEvaluator().layer, str(E.resolve_model_dir(E.DEFAULT_MODEL))
+    layer, model_dir = BERTScoreEvaluator().layer, str(M.resolve_model_dir(M.DEFAULT_MODEL))
 
     def theirs(idf: bool) -> Any:
         return bert_score.score(
@@ -185,23 +196,22 @@ def run_once(
                     t_bs, (p, r, f) = _clock(lambda: theirs(False))
                     bss.append(t_bs)
                     continue
-                E.clear_memory()
-                E.STATS.reset()
+                fresh_process()
                 t_cold, res = _clock(lambda ev=ev: ev.evaluate(samples))
                 colds.append(t_cold)
-                encoded = E.STATS.texts_encoded
+                encoded = RUNTIME.stats.texts_encoded
         t_cold, t_bs = float(np.median(colds)), float(np.median(bss))
-        E.clear_memory()
-        E.STATS.reset()
+        fresh_process()
         t_disk, res2 = _clock(lambda: ev.evaluate(samples))
-        assert E.STATS.forward_calls == 0 and E.STATS.model_loads == 0, E.STATS
+        stats = RUNTIME.stats
+        assert stats.forward_calls == 0 and stats.model_loads == 0, stats
         t_mem, _ = _clock(lambda: ev.evaluate(samples))
         db_mb = sum(x.stat().st_size for x in Path(cache).iterdir()) / 2**20
     # Two variants of one run (idf off and on): bert-score encodes everything twice.
     with tempfile.TemporaryDirectory() as cache:
         evs = [BERTScoreEvaluator(device=device, batch_size=batch_size, cache_dir=cache, idf=i)
                for i in (False, True)]  # fmt: skip
-        E.clear_memory()
+        RUNTIME.clear()
         t_var, _ = _clock(lambda: [e.evaluate(samples) for e in evs])
     t_bs_var, _ = _clock(lambda: (theirs(False), theirs(True)))
 
@@ -261,7 +271,7 @@ def bertscore_section(args: argparse.Namespace) -> None:
     )
     import bert_score  # imported up front so neither side pays for it inside the timings
 
-    bert_score.score(["warm up"], ["warm up"], model_type=str(E.resolve_model_dir(E.DEFAULT_MODEL)),
+    bert_score.score(["warm up"], ["warm up"], model_type=str(M.resolve_model_dir(M.DEFAULT_MODEL)),
                      num_layers=6, device=device)  # fmt: skip
     for size in sizes:
         run_once(cands, refs, device, size, repeat=getattr(args, "cold_repeat", 3))
@@ -280,8 +290,8 @@ def layer_study() -> None:
         return out
 
     for layer in range(7):
-        enc = E.Encoder(E.DEFAULT_MODEL, layer, device="cpu")
-        embs, zero = E.embed([t for _, a, b in LAYER_PAIRS for t in (a, b)], enc), enc.zero_ids()
+        enc = E.Encoder.open(M.DEFAULT_MODEL, layer, device="cpu")
+        embs, zero = enc.embed([t for _, a, b in LAYER_PAIRS for t in (a, b)]), enc.zero_ids()
         unit = {t: e.vectors for t, e in embs.items()}
         weight = {t: token_weights(e.ids, zero) for t, e in embs.items()}
         scores = np.array(

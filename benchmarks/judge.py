@@ -3,14 +3,15 @@
     .venv/bin/python benchmarks/judge.py                 # the full run (about a minute)
     .venv/bin/python benchmarks/judge.py --rpm-seconds 10 --skip-local   # quicker
 
-1. ``--n`` judgments through the openai client against the fake OpenAI-compatible server
-   (tests/fake_openai_server.py, in its own process) with ``--latency`` seconds per reply, at
-   ``--concurrency``: wall time against the ideal n / concurrency × latency (goal: efficiency
-   ≥ 0.9), and the client's CPU per call, for each ``--transports``: the SDK over aiohttp (the
-   default), the SDK over httpx, and ``direct`` (no SDK). Each is run ``--repeat`` times,
-   interleaved; the median run is the figure. ``floor_s`` is the wall time with zero overhead
-   (whole rounds of ``--concurrency`` calls). The same load with a stub client that just
-   awaits the latency measures the scheduler alone.
+1. ``--n`` judgments through the openai client (the SDK over its HTTP layer: aiohttp when
+   installed, else httpx) against the fake OpenAI-compatible server (tests/fake_openai_server.py,
+   in its own process) with ``--latency`` seconds per reply, at ``--concurrency``: wall time
+   against the ideal n / concurrency × latency (goal: efficiency ≥ 0.9), and the client's CPU
+   per call (this process: the event loop and the cache's writer thread). The run is repeated
+   ``--repeat`` times, each with a fresh engine and an empty cache; the median run is the
+   figure. ``floor_s`` is the wall time with zero overhead (whole rounds of ``--concurrency``
+   calls). The same load with a stub client that just awaits the latency measures the
+   scheduler alone.
 2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
 3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
    achieved over ``--rpm-seconds`` (goal: within 5 % of the limit) and the 429s provoked
@@ -38,7 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest  # noqa: E402
-from rag_judge.llm.cache import SqliteCache  # noqa: E402
 from rag_judge.llm.engine import JudgeEngine  # noqa: E402
 from rag_judge.llm.providers.local import LocalClient  # noqa: E402
 from rag_judge.llm.providers.openai import OpenAIClient  # noqa: E402
@@ -93,42 +93,45 @@ def stats(base_url: str) -> dict[str, Any]:
     return data
 
 
-def client_for(base_url: str, transport: str = "auto") -> OpenAIClient:
-    return OpenAIClient("fake-judge", base_url=base_url, timeout=30.0, transport=transport)
+def client_for(base_url: str) -> OpenAIClient:
+    return OpenAIClient("fake-judge", base_url=base_url, timeout=30.0)
 
 
 def _timed_run(url: str, requests: list[CompletionRequest], args: argparse.Namespace,
-               transport: str, cache_path: Path) -> tuple[float, float, int]:  # fmt: skip
-    """One cold run (fresh engine, empty cache): wall s, client CPU s, completions."""
-    engine = JudgeEngine(
-        client_for(url, transport), cache=SqliteCache(cache_path), concurrency=args.concurrency
-    )
-    asyncio.run(engine.run([judgment(-1)]))  # warm-up: the SDK's lazy imports
-    start, cpu = time.perf_counter(), time.process_time()
-    results = asyncio.run(engine.run(requests))
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return wall, cpu, sum(isinstance(r, Completion) for r in results)
+               cache_path: Path) -> tuple[float, float, int]:  # fmt: skip
+    """One cold run (fresh engine and client, empty cache): wall s, client CPU s, completions.
+    A warm-up call first (the SDK's lazy imports, the connection pools), in the same loop."""
+
+    async def run() -> tuple[float, float, int]:
+        engine = JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency)
+        async with engine:
+            await engine.run([judgment(-1)])
+            start, cpu = time.perf_counter(), time.process_time()
+            results = await engine.run(requests)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        return wall, cpu, sum(isinstance(r, Completion) for r in results)
+
+    return asyncio.run(run())
 
 
 def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """Each transport ``--repeat`` times, interleaved (so drifting machine load hits them all
-    alike); the median run and the best. Then a rerun of the last cache: zero requests."""
+    """``--repeat`` cold runs; the median run and the best. Then a rerun of the last cache:
+    zero requests."""
     requests = [judgment(i) for i in range(args.n)]
     ideal = args.n / args.concurrency * args.latency
-    runs: dict[str, list[tuple[float, float, int]]] = {t: [] for t in args.transports}
+    runs: list[tuple[float, float, int]] = []
     with fake_server(args.latency) as url:
         for rep in range(args.repeat):
-            for transport in args.transports:
-                cache_path = tmp / f"cache-{transport}-{rep}.sqlite"
-                runs[transport].append(_timed_run(url, requests, args, transport, cache_path))
+            cache_path = tmp / f"cache-{rep}.sqlite"
+            runs.append(_timed_run(url, requests, args, cache_path))
         sent = stats(url)["requests"]
-        rerun = JudgeEngine(
-            client_for(url), cache=SqliteCache(cache_path), concurrency=args.concurrency
-        )
-        start = time.perf_counter()
-        again = asyncio.run(rerun.run(requests))
-        rerun_wall = time.perf_counter() - start
+        with JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency) as rerun:
+            start = time.perf_counter()
+            again = rerun.run_sync(requests)
+            rerun_wall = time.perf_counter() - start
         sent_rerun = stats(url)["requests"] - sent
+    walls = sorted(w for w, _, _ in runs)
+    median = walls[len(walls) // 2]
     out: dict[str, Any] = {
         "judgments": args.n,
         "concurrency": args.concurrency,
@@ -136,19 +139,15 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "ideal_s": round(ideal, 3),
         "floor_s": round(-(-args.n // args.concurrency) * args.latency, 3),
         "repeats": args.repeat,
+        "http": client_for("http://127.0.0.1:1/v1").http,
+        "ok": min(ok for _, _, ok in runs),
+        "wall_s_median": round(median, 3),
+        "efficiency_median": round(ideal / median, 3),
+        "efficiency_best": round(ideal / walls[0], 3),
+        "client_cpu_ms_per_call": round(
+            sorted(c for _, c, _ in runs)[len(runs) // 2] / args.n * 1000, 3
+        ),
     }
-    for transport, rows in runs.items():
-        walls = sorted(w for w, _, _ in rows)
-        median = walls[len(walls) // 2]
-        out[transport] = {
-            "ok": min(ok for _, _, ok in rows),
-            "wall_s_median": round(median, 3),
-            "efficiency_median": round(ideal / median, 3),
-            "efficiency_best": round(ideal / walls[0], 3),
-            "client_cpu_ms_per_call": round(
-                sorted(c for _, c, _ in rows)[len(rows) // 2] / args.n * 1000, 2
-            ),
-        }
     out.update(
         cached_rerun_wall_s=round(rerun_wall, 3),
         cached_rerun_requests=sent_rerun,
@@ -239,13 +238,7 @@ def main() -> None:
     parser.add_argument("--rpm-seconds", type=float, default=30.0)
     parser.add_argument("--local-n", type=int, default=17)
     parser.add_argument("--skip-local", action="store_true")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per transport")
-    parser.add_argument(
-        "--transports",
-        type=lambda text: [t.strip() for t in text.split(",") if t.strip()],
-        default=["aiohttp", "httpx", "direct"],
-        help="openai-client transports to time (comma-separated)",
-    )
+    parser.add_argument("--repeat", type=int, default=3, help="timed cold runs (median kept)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args()
 

@@ -5,7 +5,10 @@ question; the answer is the best-matching sentence of the top chunk. Use it as
 
     target: ../examples/toy_rag.py:answer      # in a config next to configs/demo.yaml
 
-or from Python: ``run_target_sync(resolve_target("examples/toy_rag.py:aanswer"), samples)``.
+or from Python (``aanswer`` is the same system as a coroutine)::
+
+    from rag_judge.data.target import resolve_target, run_target_sync
+    run_target_sync(resolve_target("examples/toy_rag.py:aanswer"), samples)
 """
 
 from __future__ import annotations

@@ -1,40 +1,36 @@
-"""rag-judge: evaluate retrieval-augmented generation end to end."""
+"""rag-judge: evaluate retrieval-augmented generation end to end.
 
-from __future__ import annotations
+The names here are what a user needs; the layers behind them are packages of their own:
+``rag_judge.data`` (samples, readers, TREC files), ``rag_judge.metrics`` (pure kernels),
+``rag_judge.evaluators``, ``rag_judge.judge``, ``rag_judge.llm`` (providers, engine),
+``rag_judge.report``, ``rag_judge.analysis`` and ``rag_judge.cli``.
+"""
 
 from rag_judge._version import __version__
-from rag_judge.config import BootstrapConfig, ExperimentConfig, load_config
-from rag_judge.data.jsonl import read_jsonl, write_jsonl
-from rag_judge.data.ranking import Qrels, Run, rankings_for
-from rag_judge.data.readers import load_dataset
-from rag_judge.data.sample import Context, Dataset, Sample
-from rag_judge.data.target import TargetRun, resolve_target, run_target_sync
-from rag_judge.data.trec import (
-    qrels_from_samples,
-    read_qrels,
-    read_run,
-    run_from_samples,
-    samples_from_trec,
-    write_qrels,
-    write_run,
-)
+from rag_judge.analysis.calibration import calibrate
+from rag_judge.analysis.compare import compare_reports
+from rag_judge.analysis.gates import check_gates
+from rag_judge.config import ExperimentConfig, load_config
+from rag_judge.data import Context, Dataset, Sample, load_dataset, read_jsonl, write_jsonl
 from rag_judge.errors import ConfigError, DataError, RagJudgeError
-from rag_judge.evaluators import EVALUATORS
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.evaluators.bertscore import BERTScoreEvaluator
-from rag_judge.evaluators.judge import JudgeEvaluator
-from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
-from rag_judge.evaluators.retrieval import RetrievalEvaluator
-from rag_judge.llm.base import Usage
-from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
-from rag_judge.pipeline import Pipeline
-from rag_judge.report.model import MetricSummary, Report, SampleResult
+from rag_judge.evaluators import (
+    EVALUATORS,
+    BERTScoreEvaluator,
+    BleuEvaluator,
+    Evaluator,
+    EvaluatorResult,
+    JudgeEvaluator,
+    RetrievalEvaluator,
+    RougeEvaluator,
+)
+from rag_judge.judge.pairwise import PairwiseJudge
+from rag_judge.pipeline import Pipeline, RunResult
+from rag_judge.report.model import MetricSummary, Report
 
 __all__ = [
     "EVALUATORS",
     "BERTScoreEvaluator",
     "BleuEvaluator",
-    "BootstrapConfig",
     "ConfigError",
     "Context",
     "DataError",
@@ -43,35 +39,21 @@ __all__ = [
     "EvaluatorResult",
     "ExperimentConfig",
     "JudgeEvaluator",
-    "MetricSpec",
     "MetricSummary",
+    "PairwiseJudge",
     "Pipeline",
-    "Qrels",
     "RagJudgeError",
-    "Rankings",
     "Report",
     "RetrievalEvaluator",
     "RougeEvaluator",
-    "Run",
+    "RunResult",
     "Sample",
-    "SampleResult",
-    "TargetRun",
-    "Usage",
     "__version__",
-    "compute",
+    "calibrate",
+    "check_gates",
+    "compare_reports",
     "load_config",
     "load_dataset",
-    "parse_metric",
-    "qrels_from_samples",
-    "rankings_for",
     "read_jsonl",
-    "read_qrels",
-    "read_run",
-    "resolve_target",
-    "run_from_samples",
-    "run_target_sync",
-    "samples_from_trec",
     "write_jsonl",
-    "write_qrels",
-    "write_run",
 ]

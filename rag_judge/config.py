@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
+from rag_judge.analysis.gates import parse_threshold
 from rag_judge.errors import ConfigError, format_loc
-from rag_judge.evaluators import EVALUATORS, AnyEvaluator
+from rag_judge.evaluators import Evaluator, evaluator_class, validate_evaluators
 
 __all__ = [
     "BootstrapConfig",
@@ -51,22 +52,26 @@ class ExperimentConfig(BaseModel):
     output_dir: Path | None = None
     seed: int = 0
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    evaluators: list[AnyEvaluator] = Field(min_length=1)
+    # Each a registered type, a 'package.module:Class' path, or an Evaluator instance.
+    evaluators: list[SerializeAsAny[Evaluator]] = Field(min_length=1)
     # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
     gates: dict[str, str | float] = Field(default_factory=dict)
 
     @field_validator("gates")
     @classmethod
     def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
-        from rag_judge.analysis.gates import parse_threshold
-
         for metric, expr in gates.items():
             parse_threshold(expr, metric=metric)  # raises, naming the legal operators
         return gates
 
+    @field_validator("evaluators", mode="before")
+    @classmethod
+    def _evaluators(cls, value: Any) -> Any:
+        return validate_evaluators(value)  # the registry is read now, not at import
+
     @field_validator("evaluators")
     @classmethod
-    def _distinct_metrics(cls, evaluators: list[AnyEvaluator]) -> list[AnyEvaluator]:
+    def _distinct_metrics(cls, evaluators: list[Evaluator]) -> list[Evaluator]:
         seen: dict[str, int] = {}
         for i, ev in enumerate(evaluators):
             for metric in ev.metric_names():
@@ -108,10 +113,7 @@ def load_experiments(
             variant["target"] = str(path.parent / target)  # a file next to the config
         if isinstance(variant.get("evaluators"), list):
             variant["evaluators"] = [
-                EVALUATORS[ev["type"]].resolve_paths(dict(ev), path.parent)
-                if isinstance(ev, dict) and ev.get("type") in EVALUATORS
-                else ev
-                for ev in variant["evaluators"]
+                _resolve_paths(ev, path.parent) for ev in variant["evaluators"]
             ]
         try:
             out.append((name, ExperimentConfig.model_validate(variant)))
@@ -119,6 +121,18 @@ def load_experiments(
             where = f" (variant {name})" if name else ""
             raise ConfigError(_describe(exc, path, root) + where) from None
     return out
+
+
+def _resolve_paths(raw: Any, base: Path) -> Any:
+    """An evaluator mapping with its file options made relative to the config's folder (an
+    unknown type is left for validation to report)."""
+    if not isinstance(raw, dict):
+        return raw
+    try:
+        cls = evaluator_class(raw.get("type"))
+    except ValueError:
+        return raw
+    return cls.resolve_paths(dict(raw), base)
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -142,35 +156,14 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
 def _describe(exc: ValidationError, path: Path, root: yaml.Node | None) -> str:
     problems = []
     for err in exc.errors(include_url=False):
-        loc = _drop_union_tags(tuple(err["loc"]))
+        loc = tuple(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "union_tag_invalid":
-            msg = f"unknown evaluator type {err['input'].get('type')!r}; valid types: " + ", ".join(
-                EVALUATORS
-            )
-        elif err["type"] == "union_tag_not_found":
-            msg = "each evaluator needs a 'type'; valid types: " + ", ".join(EVALUATORS)
-        elif err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden":
             msg = f"unknown key {loc[-1]!r}"
         line = _line_of(root, loc)
         where = f"{path}:{line}" if line else str(path)
         problems.append(f"{where}: {format_loc(loc)}: {msg}")
     return "\n".join(problems)
-
-
-def _drop_union_tags(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    """pydantic puts the union tag in the path (evaluators.0.retrieval.metrics); drop it."""
-    out: list[int | str] = []
-    for i, part in enumerate(loc):
-        if (
-            i > 0
-            and isinstance(loc[i - 1], int)
-            and part in EVALUATORS
-            and out[:1] == ["evaluators"]
-        ):
-            continue
-        out.append(part)
-    return tuple(out)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,17 +17,38 @@ from rag_judge.data.sample import Dataset, Sample
 from rag_judge.data.target import resolve_target, run_target_sync
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
-from rag_judge.llm.base import Usage
-from rag_judge.report.model import Report, SampleResult
+from rag_judge.report import write_report
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    MetricInfo,
+    MetricKind,
+    MetricSummary,
+    Report,
+    SampleResult,
+    Signature,
+    Usage,
+)
 from rag_judge.stats import bootstrap_ci
 
-if TYPE_CHECKING:
-    from rag_judge.data.sample import Sample
-from rag_judge.report.model import MetricSummary
-
-__all__ = ["Pipeline", "summarize"]
+__all__ = ["Pipeline", "RunResult", "summarize"]
 
 log = logging.getLogger("rag_judge")
+
+LATENCY = MetricInfo(kind=MetricKind.LATENCY, scale=(0.0, None))
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced: the report, and each sample as it was evaluated (with a target,
+    the target's answers and contexts). ``report.samples[i].sample`` is ``samples[i]``."""
+
+    report: Report
+    samples: list[Sample]
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """report.json, report.md and report.html into ``out_dir``; returns the paths."""
+        return write_report(self.report, out_dir)
 
 
 class Pipeline:
@@ -59,46 +80,60 @@ class Pipeline:
             layout=self.config.dataset_layout,
         )
 
-    def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> Report:
+    def prepare(self) -> None:
+        """Load what every evaluator needs (models, rubric files, baselines) once; a problem
+        is a ConfigError naming the evaluator, raised before any sample is scored."""
+        for i, evaluator in enumerate(self.config.evaluators):
+            try:
+                evaluator.prepare()
+            except ConfigError as exc:
+                raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
+
+    def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> RunResult:
         """Evaluate every sample with every evaluator. Per-sample failures are recorded in the
         report, never raised; an evaluator that crashes outright fails only its own metrics."""
+        self.prepare()
         samples = list(self.load_dataset() if dataset is None else dataset)
-        outputs = []
+        outputs: list[tuple[EvaluatorResult, dict[str, MetricInfo]]] = []
         if self.config.target is not None:
             samples, called = self._call_target(samples)
-            outputs.append(called)
-        outputs += [self._run_one(evaluator, samples) for evaluator in self.config.evaluators]
-        results = [SampleResult(id=s.id) for s in samples]
-        signatures: dict[str, str] = {}
-        columns: dict[str, list[float | None]] = {}
-        corpus = {}
-        usage = Usage()
-        for out in outputs:
-            usage = usage.add(out.usage)
-            signatures.update(out.signatures)
-            corpus.update(out.corpus)
-            for metric, values in out.scores.items():
-                columns[metric] = values
-                for res, value in zip(results, values):
-                    res.scores[metric] = value
-            for res, errs in zip(results, out.errors):
-                res.errors.update(errs)
-            for res, judged in zip(results, out.judgments):
-                res.judgments.update(judged)
+            outputs.append((called, {"latency_s": LATENCY}))
+        for evaluator in self.config.evaluators:
+            info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
+            outputs.append((self._run_one(evaluator, samples), info))
+        return RunResult(self._report(samples, outputs), samples)
+
+    def _report(
+        self,
+        samples: list[Sample],
+        outputs: list[tuple[EvaluatorResult, dict[str, MetricInfo]]],
+    ) -> Report:
+        results = [SampleResult(id=s.id, sample=s) for s in samples]
         boot = self.config.bootstrap
-        ci = f"ci:bootstrap-{boot.resamples}@{boot.confidence:g}|seed:{self.config.seed}"
-        signatures = {metric: f"{sig}|{ci}" for metric, sig in signatures.items()}
-        summary = {
-            metric: summarize(
-                values,
-                resamples=boot.resamples,
-                confidence=boot.confidence,
-                seed=self.config.seed,
-                corpus=corpus.get(metric),
-                reasons=[res.errors.get(metric) for res in results],
-            )
-            for metric, values in columns.items()
-        }
+        run = {"ci": f"bootstrap-{boot.resamples}@{boot.confidence:g}", "seed": self.config.seed}
+        signatures: dict[str, Signature] = {}
+        summary: dict[str, MetricSummary] = {}
+        usage = Usage()
+        for out, info in outputs:
+            usage += out.usage
+            for res, errs, judged in zip(
+                results, out.errors, out.judgments or [{}] * len(samples), strict=True
+            ):
+                res.errors.update(errs)
+                res.judgments.update(judged)
+            for metric, values in out.scores.items():
+                for res, value in zip(results, values, strict=True):
+                    res.scores[metric] = value
+                signatures[metric] = out.signatures[metric].with_run(**run)
+                summary[metric] = summarize(
+                    values,
+                    resamples=boot.resamples,
+                    confidence=boot.confidence,
+                    seed=self.config.seed,
+                    corpus=out.corpus.get(metric),
+                    failures=[res.errors.get(metric) for res in results],
+                    info=info.get(metric),
+                )
         return Report(
             summary=summary,
             samples=results,
@@ -111,19 +146,23 @@ class Pipeline:
         """Answer every question with the configured target; its latency is the metric
         ``latency_s`` and a failed call is recorded under ``errors["target"]``."""
         cfg = self.config
-        assert cfg.target is not None
+        if cfg.target is None:  # pragma: no cover - the caller checks
+            raise ConfigError("no target configured")
         target = resolve_target(cfg.target)  # a bad spec fails here, before any call
         called = run_target_sync(
             target, samples, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout
         )
-        timeout = f"{cfg.target_timeout:g}" if cfg.target_timeout else "none"
-        signature = (
-            f"latency_s|target:{cfg.target}|concurrency:{cfg.target_concurrency}"
-            f"|timeout:{timeout}|unit:s|version:{__version__}"
+        signature = Signature.of(
+            "latency_s",
+            target=cfg.target,
+            concurrency=cfg.target_concurrency,
+            timeout=f"{cfg.target_timeout:g}" if cfg.target_timeout else "none",
+            unit="s",
+            version=__version__,
         )
         result = EvaluatorResult(
             scores={"latency_s": list(called.latency)},
-            errors=[{"target": e} if e else {} for e in called.errors],
+            errors=[{"target": Failure(message=e)} if e else {} for e in called.errors],
             signatures={"latency_s": signature},
         )
         return list(called.samples), result
@@ -131,13 +170,35 @@ class Pipeline:
     @staticmethod
     def _run_one(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:
         try:
-            return evaluator.evaluate(samples)
+            result = evaluator.evaluate(samples)
+            _check_aligned(result, len(samples), evaluator.metric_names())
+            return result
         except Exception as exc:  # one broken evaluator must not lose the others' results
             log.exception("evaluator %s failed", evaluator.type)
-            result = EvaluatorResult.empty(len(samples), evaluator.metric_names(), {})
+            names = evaluator.metric_names()
+            result = EvaluatorResult.empty(len(samples), {m: Signature(name=m) for m in names})
+            message = f"{evaluator.type} evaluator failed: {type(exc).__name__}: {exc}"
             for i in range(len(samples)):
-                result.fail(i, f"{evaluator.type} evaluator failed: {type(exc).__name__}: {exc}")
+                result.fail(i, Failure(message=message))
             return result
+
+
+def _check_aligned(out: EvaluatorResult, n: int, metrics: Sequence[str]) -> None:
+    """An evaluator returns one entry per sample in every column of every metric it names,
+    each signed; a short column would silently drop scores."""
+    absent = [m for m in metrics if m not in out.scores]
+    if absent:
+        raise ValueError(f"no values for the metrics {', '.join(absent)}")
+    lengths = {m: len(v) for m, v in out.scores.items()}
+    lengths["errors"] = len(out.errors)
+    if out.judgments:
+        lengths["judgments"] = len(out.judgments)
+    bad = {k: v for k, v in lengths.items() if v != n}
+    if bad:
+        raise ValueError(f"evaluator result is not aligned with the {n} samples: {bad}")
+    unsigned = set(out.scores) - set(out.signatures)
+    if unsigned:
+        raise ValueError(f"metrics without a signature: {', '.join(sorted(unsigned))}")
 
 
 def summarize(
@@ -147,17 +208,18 @@ def summarize(
     confidence: float,
     seed: int,
     corpus: CorpusStatistic | None = None,
-    reasons: list[str | None] | None = None,
+    failures: Sequence[Failure | None] = (),
+    info: MetricInfo | None = None,
 ) -> MetricSummary:
-    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval.
-
-    ``reasons`` are the per-sample error messages; those starting "unscored" are counted apart.
-    """
+    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
+    ``failures`` are the per-sample failures, of which unscored verdicts are counted apart."""
+    info = info or MetricInfo()
+    described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
     scored = [i for i, v in enumerate(values) if v is not None]
     errors = len(values) - len(scored)
-    unscored = sum(1 for r in reasons or [] if r is not None and r.startswith("unscored"))
+    unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
     if not scored:
-        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored)
+        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored, **described)
     ci: tuple[float, float] | tuple[None, None]
     if corpus is not None:
         rows = corpus.rows[scored]
@@ -173,5 +235,5 @@ def summarize(
         aggregate = "mean"
     return MetricSummary(
         mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors,
-        unscored=unscored, aggregate=aggregate,
+        unscored=unscored, aggregate=aggregate, **described,
     )  # fmt: skip

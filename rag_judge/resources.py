@@ -1,10 +1,14 @@
-"""Files that ship with rag-judge (configs/, prompts/), found in a wheel or a source checkout."""
+"""Files that ship with rag-judge (configs/, prompts/), found in a wheel or a source checkout,
+and the one folder rag-judge caches things in."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["resolve_config", "resource_dir"]
+__all__ = ["CACHE_ENV", "cache_dir", "resolve_config", "resource_dir"]
+
+CACHE_ENV = "RAG_JUDGE_CACHE_DIR"
 
 
 def resource_dir(name: str) -> Path:
@@ -23,3 +27,10 @@ def resolve_config(path: str | Path) -> Path:
         return given
     shipped = resource_dir("configs") / (given.name if given.parent.name == "configs" else given)
     return shipped if shipped.exists() else given
+
+
+def cache_dir() -> Path:
+    """Where every cache lives (judge replies, embeddings, converted models):
+    ``$RAG_JUDGE_CACHE_DIR``, else ``.rag_judge_cache`` in the working folder, so a rerun in
+    the same place reuses it."""
+    return Path(os.environ.get(CACHE_ENV) or Path.cwd() / ".rag_judge_cache").expanduser()

@@ -2,10 +2,14 @@
 (no hub, no model download), so it runs on a bare GPU machine with torch and transformers.
 
     python scripts/gpu_bertscore_check.py   # max |F1(setting) - F1(cpu, fp32)| per setting
+
+Each setting runs with a fresh encoder runtime (no model loaded, empty in-memory cache) and no
+disk cache, so every one encodes everything itself.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -22,7 +26,7 @@ from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
 from rag_judge import Sample
 from rag_judge.evaluators.bertscore import BERTScoreEvaluator
-from rag_judge.metrics.bertscore import encoder as embeddings
+from rag_judge.metrics.bertscore.encoder import EncoderRuntime
 
 FOLDER = "/tmp/rag-judge-tiny-bert"
 WORDS = [f"w{i}" for i in range(400)] + ["the", "ocean", "pacific", "largest", "is", "a"]
@@ -52,6 +56,11 @@ def tiny_model() -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--samples", type=int, default=400, help="samples to score (default 400)")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("no CUDA device: this script compares BERTScore's CUDA path with its CPU path")
     tiny_model()
     rng = random.Random(0)
 
@@ -64,19 +73,19 @@ def main() -> None:
             answer=text(rng.randint(3, 30)),
             references=tuple(text(rng.randint(3, 30)) for _ in range(rng.randint(1, 2))),
         )
-        for i in range(400)
+        for i in range(args.samples)
     ]
     settings = [("cpu", "fp32", 64), ("cuda", "fp32", 64), ("cuda", "fp32", 1),
                 ("cuda", "fp32", 256), ("cuda", "bf16", 64), ("cuda", "fp16", 64)]  # fmt: skip
     out: dict[str, object] = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
     base: list[float | None] = []
     for device, dtype, batch in settings:
-        embeddings.clear_memory(models=True)
         evaluator = BERTScoreEvaluator(
             model_type=FOLDER, num_layers=4, device=device, dtype=dtype, batch_size=batch,
             disk_cache=False, idf=True,
         )  # fmt: skip
         start = time.perf_counter()
+        evaluator.prepare(EncoderRuntime())  # a fresh process's state; the load is timed
         f1 = evaluator.evaluate(samples).scores["bertscore_f1"]
         name = f"{device}/{dtype}/batch{batch}"
         base = base or f1

@@ -6,14 +6,11 @@ cd "$(dirname "$0")/.."
 out="${1:-docs/report-screenshot.png}"
 browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
 [ -n "$browser" ] || { echo "screenshot_report.sh: no chromium on PATH (apt-get install chromium)" >&2; exit 2; }
-mkdir -p runs/demo
 .venv/bin/python - <<'PY'
-from rag_judge import Pipeline, read_jsonl
-from rag_judge.html_report import write_html
+from rag_judge import Pipeline
 
-report = Pipeline.from_yaml("configs/demo.yaml").run()
-samples = read_jsonl("configs/data/demo.jsonl").samples
-print(write_html(report, "runs/demo/report.html", samples))
+# report.json, report.md and report.html; each sample's drill-down shows it as evaluated
+print(Pipeline.from_yaml("configs/demo.yaml").run().write("runs/demo")["html"])
 PY
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT

@@ -10,6 +10,7 @@ import pytest
 from rag_judge import ConfigError
 from rag_judge.cli import main
 from rag_judge.config import expand_matrix, folder_name, load_experiments
+from rag_judge.report.model import Report
 from tests import REPO
 
 DATA = REPO / "configs" / "data" / "demo.jsonl"
@@ -65,10 +66,15 @@ def test_bad_matrix_entries_name_the_variant(matrix: dict, needle: str) -> None:
 
 
 def test_run_writes_a_report_per_variant_a_comparison_and_checks_gates(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "grid.yaml"
     path.write_text(MATRIX)
+
+    def no_reading(*args: object) -> None:
+        raise AssertionError("the variants are compared in memory, not read back from disk")
+
+    monkeypatch.setattr(Report, "load", no_reading)
     assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert out.count("all 1 gates passed") == 4
@@ -109,11 +115,13 @@ def test_a_config_target_answers_each_question_and_records_latency(tmp_path: Pat
     )
     from rag_judge import Pipeline
 
-    report = Pipeline.from_yaml(path).run()
+    report = Pipeline.from_yaml(path).run().report
     latency = report.summary["latency_s"]
     assert latency.n == 30 and latency.errors == 0 and latency.mean is not None
     assert latency.mean > 0
-    assert report.signatures["latency_s"].startswith(f"latency_s|target:{examples}:answer|")
+    assert (
+        report.signatures["latency_s"].render().startswith(f"latency_s|target:{examples}:answer|")
+    )
     assert report.summary["bleu"].n == 30  # the toy system's answers were evaluated
     with pytest.raises(ConfigError, match="target"):
         bad = tmp_path / "bad.yaml"
@@ -135,6 +143,6 @@ def test_pipeline_runs_inside_a_running_event_loop() -> None:
     )
 
     async def notebook_cell() -> float | None:
-        return Pipeline(config).run(samples).summary["faithfulness"].mean
+        return Pipeline(config).run(samples).report.summary["faithfulness"].mean
 
     assert asyncio.run(notebook_cell()) is not None

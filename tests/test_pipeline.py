@@ -73,10 +73,12 @@ def test_registry_matches_each_evaluators_type() -> None:
 
 
 def test_demo_config_runs_and_writes_the_report(tmp_path: Path) -> None:
-    report = Pipeline.from_yaml(DEMO).run()
+    result = Pipeline.from_yaml(DEMO).run()
+    report = result.report
     assert len(report.samples) >= 25
     assert report.summary["ndcg@5"].n == len(report.samples)
-    paths = report.write(tmp_path)
+    assert [r.sample for r in report.samples] == result.samples  # each sample as evaluated
+    paths = result.write(tmp_path)
     data = json.loads(paths["json"].read_text())
     assert set(data) >= {
         "summary",
@@ -87,7 +89,8 @@ def test_demo_config_runs_and_writes_the_report(tmp_path: Path) -> None:
         "created",
         "rag_judge_version",
     }
-    assert set(data["summary"]["map"]) >= {"mean", "ci_low", "ci_high", "n", "errors"}
+    assert set(data["summary"]["map"]) >= {"mean", "ci_low", "ci_high", "n", "errors", "kind"}
+    assert data["summary"]["map"]["kind"] == "retrieval"
     assert Report.load(paths["json"]).summary == report.summary
     md = paths["md"].read_text()
     assert "| ndcg@5 |" in md and "ci:bootstrap-1000@0.95\\|seed:0" in md
@@ -102,13 +105,13 @@ SAMPLES = [
 
 
 def test_pipeline_records_per_sample_errors_and_exact_means() -> None:
-    report = Pipeline([RetrievalEvaluator(metrics=["mrr", "recall@1"])]).run(SAMPLES)
+    report = Pipeline([RetrievalEvaluator(metrics=["mrr", "recall@1"])]).run(SAMPLES).report
     by_id = {s.id: s for s in report.samples}
     assert by_id["a"].scores == {"mrr": 0.5, "recall@1": 0.0}
     assert by_id["b"].scores == {"mrr": 1.0, "recall@1": 0.5}
     assert by_id["c"].scores["mrr"] is None
-    assert "no relevance judgments" in by_id["c"].errors["mrr"]
-    assert "field 'contexts[0]'" in by_id["d"].errors["mrr"]
+    assert "no relevance judgments" in by_id["c"].errors["mrr"].message
+    assert "field 'contexts[0]'" in by_id["d"].errors["mrr"].message
     mrr = report.summary["mrr"]
     assert (mrr.mean, mrr.n, mrr.errors) == (0.75, 2, 2)
     assert mrr.ci_low is not None and mrr.ci_high is not None
@@ -120,12 +123,16 @@ def test_bootstrap_is_seeded_and_the_seed_is_in_the_signature() -> None:
 
     def run(seed: int) -> Report:
         cfg = ExperimentConfig(seed=seed, evaluators=[RetrievalEvaluator(metrics=["mrr"])])
-        return Pipeline(cfg).run(
-            SAMPLES[:2] * 1
-            + [
-                Sample(id=f"x{i}", contexts=({"id": "d1"},), relevance={"d1": i % 2})  # type: ignore[arg-type]
-                for i in range(20)
-            ]
+        return (
+            Pipeline(cfg)
+            .run(
+                SAMPLES[:2] * 1
+                + [
+                    Sample(id=f"x{i}", contexts=({"id": "d1"},), relevance={"d1": i % 2})  # type: ignore[arg-type]
+                    for i in range(20)
+                ]
+            )
+            .report
         )
 
     a, b, c = run(1), run(1), run(2)
@@ -133,7 +140,11 @@ def test_bootstrap_is_seeded_and_the_seed_is_in_the_signature() -> None:
     assert a.summary["mrr"].ci_low != c.summary["mrr"].ci_low or (
         a.summary["mrr"].ci_high != c.summary["mrr"].ci_high
     )
-    assert a.signatures["mrr"].endswith("|seed:1") and c.signatures["mrr"].endswith("|seed:2")
+    assert a.signatures["mrr"].render().endswith("|seed:1")
+    assert c.signatures["mrr"].render().endswith("|seed:2")
+    assert a.signatures["mrr"].run["seed"] == "1" and a.signatures["mrr"].same_metric(
+        c.signatures["mrr"]
+    )  # the interval's seed is a run setting, not an option of the metric
 
 
 def test_a_crashing_evaluator_fails_only_its_own_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,7 +158,7 @@ def test_a_crashing_evaluator_fails_only_its_own_metrics(monkeypatch: pytest.Mon
 
     original = RetrievalEvaluator.evaluate
     monkeypatch.setattr(RetrievalEvaluator, "evaluate", boom)
-    report = Pipeline([good, bad]).run(SAMPLES[:2])
+    report = Pipeline([good, bad]).run(SAMPLES[:2]).report
     assert report.summary["mrr"].n == 2
     assert report.summary["map"].errors == 2
-    assert "kaput" in report.samples[0].errors["map"]
+    assert "kaput" in report.samples[0].errors["map"].message

@@ -22,7 +22,7 @@ def test_no_key_in_report_cache_or_logs(
     echo = f"Incorrect API key provided: {KEY}"
     samples = [
         Sample(id=f"s{i}", question="Which ocean?", answer=f"The Pacific ({i}).",
-               contexts=("The Pacific is the largest ocean.",))  # type: ignore[arg-type]
+               contexts=("The Pacific is the largest ocean.",))
         for i in range(3)
     ]  # fmt: skip
     script = [chat('{"reason": "supported", "score": 5}'), error(401, echo), error(403, echo)]
@@ -38,11 +38,12 @@ def test_no_key_in_report_cache_or_logs(
                 "max_attempts": 1,
             },
         )
-        report = Pipeline(ExperimentConfig(evaluators=[judge])).run(samples)
+        result = Pipeline(ExperimentConfig(evaluators=[judge])).run(samples)
+    report = result.report
     assert report.summary["faithfulness"].n == 1
     assert report.summary["faithfulness"].errors == 2  # recorded against their samples
     assert report.usage.requests == 3
-    paths = report.write(tmp_path / "out")
+    paths = result.write(tmp_path / "out")
     for path in [*paths.values(), tmp_path / "judge.sqlite"]:
         assert KEY.encode() not in path.read_bytes(), path
     assert "Incorrect API key provided: ***" in paths["json"].read_text()

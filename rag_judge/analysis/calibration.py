@@ -12,6 +12,9 @@ Per rubric, over the samples with both a human label and a judge score (``n``):
 A weighted (G-Eval, non-integer) judge score is rounded half up (3.5 → 4) for κ and both
 agreement rates; ρ and α use it as is. A statistic that is undefined (n < 2, or no variance
 on a side, so that its denominator is 0) is None.
+
+A judge rubric is a judge metric on its own 1-5 scale (:meth:`Report.judge_rubrics`); its
+normalised twin is refused. ``rag_judge.cli.calibrate`` renders the results.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from numpy.typing import NDArray
 from rag_judge.data.jsonl import json_lines, read_text
 from rag_judge.data.readers import load_dataset
 from rag_judge.errors import DataError
-from rag_judge.report.model import Report
+from rag_judge.report.model import MetricKind, Report
 
 __all__ = [
     "CalibrationResult",
@@ -38,8 +41,6 @@ __all__ = [
     "labels_from_dataset",
     "load_labels",
     "quadratic_kappa",
-    "render_markdown",
-    "render_table",
     "spearman",
 ]
 
@@ -125,33 +126,46 @@ def calibrate(
     """Agreement per rubric (every rubric named in ``labels`` by default)."""
     if rubrics is None:
         rubrics = sorted({r for row in labels.values() for r in row})
-    judge_rubrics = [m for m in report.summary if f"{m}_norm" in report.summary]
-    by_id = {s.id: s for s in report.samples}
     out: dict[str, CalibrationResult] = {}
     for rubric in rubrics:
-        if rubric not in report.summary:
-            raise DataError(
-                f"rubric {rubric!r} of the labels is not in the report; its judge rubrics: "
-                f"{', '.join(judge_rubrics) or 'none'}"
-            )
+        _check_rubric(report, rubric)
+        scores = report.column(rubric)
         human, judge, unpaired = [], [], 0
         for sid, row in labels.items():
             if rubric not in row:
                 continue
-            sample = by_id.get(sid)
-            score = None if sample is None else sample.scores.get(rubric)
+            score = scores.get(sid)
             if score is None:
                 unpaired += 1
                 continue
             if not _LOW <= score <= _HIGH:
                 raise DataError(
                     f"sample {sid!r}: {rubric} score {score} is outside 1-5; calibrate a 1-5 "
-                    "judge rubric (not its _norm)"
+                    "judge rubric (not its normalised twin)"
                 )
             human.append(float(row[rubric]))
             judge.append(float(score))
         out[rubric] = _agreement(rubric, np.array(human), np.array(judge), unpaired)
     return out
+
+
+def _check_rubric(report: Report, rubric: str) -> None:
+    summary = report.summary.get(rubric)
+    if summary is None:
+        raise DataError(
+            f"rubric {rubric!r} of the labels is not in the report; its judge rubrics: "
+            f"{', '.join(report.judge_rubrics()) or 'none'}"
+        )
+    if summary.kind not in (MetricKind.JUDGE, MetricKind.CUSTOM):
+        raise DataError(
+            f"{rubric!r} is a {summary.kind.value} metric, not a judge rubric; the report's "
+            f"judge rubrics: {', '.join(report.judge_rubrics()) or 'none'}"
+        )
+    if summary.normalises is not None:
+        raise DataError(
+            f"{rubric!r} restates the judge rubric {summary.normalises!r} on [0, 1]; label and "
+            f"calibrate {summary.normalises!r} on its 1-5 scale"
+        )
 
 
 def _agreement(
@@ -273,31 +287,3 @@ def labels_from_dataset(path: str | Path, column: str) -> Labels:
     if not labels:
         raise DataError(f"{path}: no sample carries labels in metadata.{column}")
     return labels
-
-
-# ---- output -----------------------------------------------------------------------------------
-
-_HEADER = ["rubric", "n", "Spearman ρ", "QWK κ", "Krippendorff α", "exact", "within ±1", "unpaired"]
-
-
-def _cells(r: CalibrationResult) -> list[str]:
-    def f(v: float | None) -> str:
-        return "–" if v is None else f"{v:.3f}"
-
-    return [r.rubric, str(r.n), f(r.spearman), f(r.kappa), f(r.alpha), f(r.exact),
-            f(r.within_one), str(r.unpaired)]  # fmt: skip
-
-
-def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
-    lines = ["| " + " | ".join(_HEADER) + " |", "|---|" + "---:|" * (len(_HEADER) - 1)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in results.values()]
-    return "\n".join(lines)
-
-
-def render_table(results: Mapping[str, CalibrationResult]) -> str:
-    rows = [_HEADER, *(_cells(r) for r in results.values())]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-    return "\n".join(
-        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-        for row in rows
-    )

@@ -3,13 +3,16 @@
 Per metric, over the samples both reports scored: the mean difference NEW − BASE, a paired
 percentile-bootstrap interval of it and a two-sided sign-flip randomisation test, with an
 optional multiple-comparison correction across every (NEW, metric) pair. The statistics are
-pure functions over arrays; loading and rendering sit at the end of the module.
+pure functions over arrays; :func:`compare_reports` and :func:`compare_all` work on Reports in
+memory, :func:`compare_runs` reads them from disk first. The results are typed dataclasses;
+``rag_judge.cli.compare`` renders them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +21,20 @@ from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.report.model import Report
-from rag_judge.stats import CORRECTIONS, EXACT_MAX, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
+from rag_judge.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
 
 __all__ = [
     "CompareOptions",
+    "CompareResult",
     "Comparison",
     "MetricComparison",
     "apply_correction",
+    "compare_all",
     "compare_pairs",
     "compare_reports",
     "compare_runs",
-    "render_markdown",
-    "render_table",
+    "paired_scores",
 ]
-
-_CHUNK = 2_000_000  # sign-matrix elements held in memory at once
-# Signature fields that describe the report's own CI, not how the metric was computed.
-_RUN_FIELDS = ("ci:", "seed:")
 
 
 @dataclass(frozen=True)
@@ -73,17 +73,38 @@ class MetricComparison:
     missing: int  # samples in both reports with this metric unscored on either side
     exact: bool = False  # p from full enumeration of the sign flips
     corpus: str | None = None  # the summary's corpus aggregate, when it is not a mean
-    signature_differs: bool = False
+    signature_differs: bool = False  # the two reports computed it with different options
 
 
 @dataclass
 class Comparison:
+    """One NEW against BASE: per shared metric, and what only one side has."""
+
     new: str
-    only_in_base: int
+    only_in_base: int  # sample ids
     only_in_new: int
     metrics: dict[str, MetricComparison] = field(default_factory=dict)
     metrics_only_in_base: list[str] = field(default_factory=list)
     metrics_only_in_new: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompareResult:
+    """Every NEW against BASE, with the settings they share."""
+
+    base: str
+    comparisons: list[Comparison]
+    options: CompareOptions = field(default_factory=CompareOptions)
+    correction: str = "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``rag-judge compare --format json`` and comparison.json."""
+        return {
+            "base": self.base,
+            "comparisons": [asdict(c) for c in self.comparisons],
+            **asdict(self.options),
+            "correction": self.correction,
+        }
 
 
 def compare_pairs(
@@ -114,27 +135,17 @@ def compare_pairs(
     )
 
 
-def _metric_names(report: Report) -> list[str]:
-    names = dict.fromkeys(report.summary)
-    for s in report.samples:
-        names.update(dict.fromkeys(s.scores))
-    return list(names)
-
-
-def _scores(report: Report, label: str) -> dict[str, dict[str, float | None]]:
-    by_id: dict[str, dict[str, float | None]] = {}
-    for s in report.samples:
-        if s.id in by_id:
-            raise DataError(f"{label}: sample id {s.id!r} appears twice")
-        by_id[s.id] = s.scores
-    return by_id
-
-
-def _signature(report: Report, metric: str) -> str | None:
-    sig = report.signatures.get(metric)
-    if sig is None:
-        return None
-    return "|".join(p for p in sig.split("|") if not p.startswith(_RUN_FIELDS))
+def paired_scores(
+    base: Report, new: Report, metric: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """``metric``'s scores in both reports over the sample ids they share (in base order),
+    index-aligned; a pair unscored (None) or not finite (NaN would poison every mean) on
+    either side is left out and counted as missing."""
+    before, after = base.column(metric), new.column(metric)
+    pairs = [(b, after[i]) for i, b in before.items() if i in after]
+    kept = [(b, v) for b, v in pairs if _finite(b) and _finite(v)]
+    arr = np.array(kept, dtype=np.float64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1], len(pairs) - len(kept)
 
 
 def compare_reports(
@@ -148,39 +159,48 @@ def compare_reports(
 ) -> Comparison:
     """Compare ``new`` with ``base`` on the shared metrics (or ``metrics``), paired by id."""
     options = options or CompareOptions()
-    base_names, new_names = _metric_names(base), _metric_names(new)
-    shared = [m for m in base_names if m in new_names]
+    base_ids, new_ids = _ids(base, base_label), _ids(new, new_label)
+    base_names, new_names = list(base.summary), list(new.summary)
+    shared = [m for m in base_names if m in new.summary]
     if metrics:
         for m in metrics:
             if m not in shared:
                 where = "in neither report"
-                if m in base_names or m in new_names:
-                    where = f"only in {base_label if m in base_names else new_label}"
+                if m in base.summary or m in new.summary:
+                    where = f"only in {base_label if m in base.summary else new_label}"
                 raise ConfigError(
                     f"metric {m!r} is {where}; metrics in both: {', '.join(shared) or '(none)'}"
                 )
         shared = list(dict.fromkeys(metrics))
-    b_scores, n_scores = _scores(base, base_label), _scores(new, new_label)
-    ids = [i for i in b_scores if i in n_scores]
+    both = len(base_ids & new_ids)
     out = Comparison(
         new=new_label,
-        only_in_base=len(b_scores) - len(ids),
-        only_in_new=len(n_scores) - len(ids),
-        metrics_only_in_base=[m for m in base_names if m not in new_names],
-        metrics_only_in_new=[m for m in new_names if m not in base_names],
+        only_in_base=len(base_ids) - both,
+        only_in_new=len(new_ids) - both,
+        metrics_only_in_base=[m for m in base_names if m not in new.summary],
+        metrics_only_in_new=[m for m in new_names if m not in base.summary],
     )
     for m in shared:
-        pairs = [(b_scores[i].get(m), n_scores[i].get(m)) for i in ids]
-        # NaN counts as unscored: it would otherwise poison every mean.
-        kept = [(b, v) for b, v in pairs if _finite(b) and _finite(v)]
-        arr = np.array(kept, dtype=np.float64).reshape(-1, 2)
-        result = compare_pairs(arr[:, 0], arr[:, 1], options, missing=len(pairs) - len(kept))
-        aggregates = {r.summary[m].aggregate for r in (base, new) if m in r.summary}
-        result.corpus = next((a for a in sorted(aggregates) if a != "mean"), None)
-        b_sig, n_sig = _signature(base, m), _signature(new, m)
-        result.signature_differs = None not in (b_sig, n_sig) and b_sig != n_sig
-        out.metrics[m] = result
+        b, n, missing = paired_scores(base, new, m)
+        aggregates = {base.summary[m].aggregate, new.summary[m].aggregate}
+        b_sig, n_sig = base.signatures.get(m), new.signatures.get(m)
+        out.metrics[m] = replace(
+            compare_pairs(b, n, options, missing=missing),
+            corpus=next((a for a in sorted(aggregates) if a != "mean"), None),
+            signature_differs=b_sig is not None
+            and n_sig is not None
+            and not b_sig.same_metric(n_sig),
+        )
     return out
+
+
+def _ids(report: Report, label: str) -> set[str]:
+    ids: set[str] = set()
+    for s in report.samples:
+        if s.id in ids:
+            raise DataError(f"{label}: sample id {s.id!r} appears twice")
+        ids.add(s.id)
+    return ids
 
 
 def _finite(value: float | None) -> bool:
@@ -195,123 +215,44 @@ def apply_correction(comparisons: list[Comparison], method: str) -> None:
         mc.p_adjusted = float(p)
 
 
-def compare_runs(
-    base: str | Path,
-    news: list[str | Path],
+def compare_all(
+    base: Report,
+    news: Sequence[tuple[str, Report]],
     options: CompareOptions | None = None,
     *,
     metrics: list[str] | None = None,
     correction: str = "none",
-) -> dict[str, Any]:
-    """Load the reports, compare each NEW with BASE, correct across all; the JSON-ready dict."""
+    base_label: str = "BASE",
+) -> CompareResult:
+    """Each labelled NEW against ``base``, every p-value corrected as one family."""
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
     options = options or CompareOptions()
-    base_report = Report.load(base)
-    comparisons = []
-    for new in news:
-        new_report = Report.load(new)
-        comparison = compare_reports(
-            base_report,
-            new_report,
-            options,
-            metrics=metrics,
-            base_label=str(base),
-            new_label=str(new),
-        )
-        comparisons.append(comparison)
-    apply_correction(comparisons, correction)
-    return {
-        "base": str(base),
-        "comparisons": [asdict(c) for c in comparisons],
-        **asdict(options),
-        "correction": correction,
-    }
-
-
-# ---- rendering ----------------------------------------------------------------------------
-
-
-def _num(x: float | None, fmt: str = ".4f") -> str:
-    return "–" if x is None else format(x, fmt)
-
-
-def _rows(result: dict[str, Any], comp: dict[str, Any]) -> list[list[str]]:
-    conf = f"{result['confidence']:.0%} CI"
-    head = ["metric", "n", "base", "new", "diff", conf, "p"]
-    adjusted = result["correction"] != "none"
-    if adjusted:
-        head.append(f"p ({result['correction']})")
-    head.append("missing")
-    rows = [head]
-    for name, mc in comp["metrics"].items():
-        flag = "*" if mc["corpus"] or mc["signature_differs"] else ""
-        ci = "–" if mc["ci_low"] is None else f"[{mc['ci_low']:+.4f}, {mc['ci_high']:+.4f}]"
-        row = [
-            name + flag,
-            str(mc["n"]),
-            _num(mc["base_mean"]),
-            _num(mc["new_mean"]),
-            _num(mc["diff"], "+.4f"),
-            ci,
-            _num(mc["p_value"], ".4g"),
-        ]
-        if adjusted:
-            row.append(_num(mc["p_adjusted"], ".4g"))
-        row.append(str(mc["missing"]))
-        rows.append(row)
-    return rows
-
-
-def _notes(result: dict[str, Any], comp: dict[str, Any]) -> list[str]:
-    notes = [
-        f"paired samples: only in base {comp['only_in_base']}, only in new {comp['only_in_new']}"
+    comparisons = [
+        compare_reports(base, new, options, metrics=metrics, base_label=base_label, new_label=label)
+        for label, new in news
     ]
-    for name, mc in comp["metrics"].items():
-        if mc["corpus"]:
-            notes.append(
-                f"{name}*: the report's aggregate is {mc['corpus']}; base/new/diff and the "
-                "paired tests use the per-sample (sentence-level) values"
-            )
-        if mc["signature_differs"]:
-            notes.append(f"{name}*: the two reports computed it with different options")
-    for side in ("base", "new"):
-        if comp[f"metrics_only_in_{side}"]:
-            notes.append(f"metrics only in {side}: {', '.join(comp[f'metrics_only_in_{side}'])}")
-    return notes
+    apply_correction(comparisons, correction)
+    return CompareResult(base_label, comparisons, options, correction)
 
 
-def render_table(result: dict[str, Any]) -> str:
-    out: list[str] = []
-    for comp in result["comparisons"]:
-        rows = _rows(result, comp)
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        out.append(f"{comp['new']} vs {result['base']}")
-        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        out += [*_notes(result, comp), ""]
-    out.append(_footer(result))
-    return "\n".join(out)
-
-
-def render_markdown(result: dict[str, Any]) -> str:
-    out = [f"# Comparison with `{result['base']}`", ""]
-    for comp in result["comparisons"]:
-        rows = _rows(result, comp)
-        out += [f"## `{comp['new']}`", "", "| " + " | ".join(rows[0]) + " |"]
-        out.append("|---|" + "---:|" * (len(rows[0]) - 1))
-        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        out += [""] + [f"- {n}" for n in _notes(result, comp)] + [""]
-    out.append(_footer(result))
-    return "\n".join(out) + "\n"
-
-
-def _footer(result: dict[str, Any]) -> str:
-    return (
-        f"diff = mean(new - base) over paired samples; CI: paired bootstrap, "
-        f"{result['resamples']} resamples; p: two-sided sign-flip test, "
-        f"{result['permutations']} permutations (exact for n <= {EXACT_MAX}); "
-        f"correction: {result['correction']}; seed {result['seed']}"
+def compare_runs(
+    base: str | Path,
+    news: Sequence[str | Path],
+    options: CompareOptions | None = None,
+    *,
+    metrics: list[str] | None = None,
+    correction: str = "none",
+) -> CompareResult:
+    """:func:`compare_all` over report.json files (or run folders), labelled by their paths."""
+    if correction not in CORRECTIONS:  # before reading anything
+        raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
+    loaded = [(str(new), Report.load(new)) for new in news]
+    return compare_all(
+        Report.load(base),
+        loaded,
+        options,
+        metrics=metrics,
+        correction=correction,
+        base_label=str(base),
     )
-
-
-# ---- command line -------------------------------------------------------------------------

@@ -7,12 +7,13 @@ What a gate name can be:
 
 - a metric of the report's summary: its ``mean``;
 - ``<metric>.ci_low`` / ``<metric>.ci_high``: a bound of its bootstrap interval;
-- ``unscored_rate``: Σ unscored / Σ (n + errors) over the judge rubrics, a rubric being a summary
-  entry ``X`` (not itself ending in ``_norm``) that has an ``X_norm`` entry beside it; ``X_norm``
-  repeats X's verdicts, so only ``X`` is counted;
+- ``unscored_rate``: Σ unscored / Σ (n + errors) over the judge rubrics
+  (:meth:`Report.judge_rubrics`: judge metrics on their own 1-5 scale; a rubric's normalised
+  twin repeats its verdicts, so it is not counted again);
 - ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included).
 
 A name that resolves to nothing, or a metric without a value, fails the gate with a message.
+A :class:`RegressionRule` adds a gate per metric against a baseline report.
 """
 
 from __future__ import annotations
@@ -23,14 +24,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
+from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_scores
 from rag_judge.errors import ConfigError
-from rag_judge.report.model import Report
-from rag_judge.stats import bootstrap_ci
+from rag_judge.report.model import MetricSummary, Report
 
-__all__ = ["GateCheck", "GateResult", "check_gates", "parse_threshold"]
+__all__ = ["GateCheck", "GateResult", "RegressionRule", "check_gates", "parse_threshold"]
 
 OPERATORS = (">=", "<=", "==", ">", "<")  # longest first, so ">=" is never read as ">"
 _EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
@@ -91,46 +89,48 @@ def parse_threshold(expr: str | float, *, metric: str = "") -> tuple[str, float]
     return op, value
 
 
-def check_gates(
-    report: Report,
-    thresholds: Mapping[str, str | float],
-    *,
-    baseline: Report | None = None,
-    max_drop: float | None = None,
-    significant_only: bool = False,
-    lower_is_better: Collection[str] = (),
-    metrics: Sequence[str] | None = None,
-    seed: int = 0,
-    resamples: int = 1000,
-    confidence: float = 0.95,
-) -> GateResult:
-    """Check ``thresholds`` on ``report`` and, with a baseline, the regression rule.
+@dataclass(frozen=True)
+class RegressionRule:
+    """Fail a metric whose mean fell more than ``max_drop`` (in the metric's own units) below
+    the ``baseline``'s: new < base − max_drop, or new > base + max_drop for a metric in
+    ``lower_is_better``. Checked for each metric with a mean in both reports, or each of
+    ``metrics``.
 
-    Regression (``baseline`` and ``max_drop`` together): for each metric with a mean in both
-    reports (or each of ``metrics``), fail if new < base − max_drop (new > base + max_drop for a
-    metric in ``lower_is_better``); ``max_drop`` is in the metric's own units. With
-    ``significant_only`` a drop over ``max_drop`` fails only if it is also significant: the seeded
+    With ``significant_only`` such a drop fails only if it is also significant: the seeded
     paired-bootstrap ``confidence`` interval of mean(new − base) over the sample ids scored in
     both reports lies entirely on the worse side of 0. Corpus aggregates (BLEU) are tested on
     their per-sample scores.
     """
+
+    baseline: Report
+    max_drop: float = 0.0
+    significant_only: bool = False
+    lower_is_better: Collection[str] = ()
+    metrics: Sequence[str] | None = None
+    seed: int = 0
+    resamples: int = 1000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.max_drop) and self.max_drop >= 0):
+            raise ConfigError(f"max_drop must be a finite number >= 0, got {self.max_drop}")
+
+    def names(self, report: Report) -> list[str]:
+        if self.metrics is not None:
+            return list(self.metrics)
+        return [m for m in report.summary if m in self.baseline.summary]
+
+
+def check_gates(
+    report: Report,
+    thresholds: Mapping[str, str | float],
+    regression: RegressionRule | None = None,
+) -> GateResult:
+    """Check ``thresholds`` on ``report`` and, if given, the ``regression`` rule."""
     parsed = {m: parse_threshold(e, metric=m) for m, e in thresholds.items()}  # fail fast
-    if (baseline is None) != (max_drop is None):
-        raise ConfigError("a regression gate needs both a baseline report and max_drop")
-    if max_drop is not None and not (math.isfinite(max_drop) and max_drop >= 0):
-        raise ConfigError(f"max_drop must be a finite number >= 0, got {max_drop}")
     checks = [_threshold(report, m, op, bound) for m, (op, bound) in parsed.items()]
-    if baseline is not None and max_drop is not None:
-        names = list(metrics) if metrics is not None else [
-            m for m in report.summary if m in baseline.summary
-        ]  # fmt: skip
-        for name in names:
-            checks.append(
-                _regression(
-                    report, baseline, name, max_drop, name in set(lower_is_better),
-                    significant_only, seed, resamples, confidence,
-                )
-            )  # fmt: skip
+    if regression is not None:
+        checks += [_regression(report, regression, name) for name in regression.names(report)]
     return GateResult(checks)
 
 
@@ -165,12 +165,12 @@ def _resolve(report: Report, name: str) -> tuple[float | None, str | None]:
     if name in summary:  # an exact metric name wins over the pseudo-metrics and suffixes
         s = summary[name]
         if s.mean is None:
-            return None, f"no value ({s.n} scored, {s.errors} errors)"
+            return None, f"no value ({_scored(s)})"
         return s.mean, None
     if name == "unscored_rate":
-        rubrics = [m for m in summary if not m.endswith("_norm") and f"{m}_norm" in summary]
+        rubrics = report.judge_rubrics()
         if not rubrics:
-            return None, "the report has no judge rubric (a metric X with an X_norm beside it)"
+            return None, "the report has no judge rubric (a judge metric on its 1-5 scale)"
         return _rate([summary[m].unscored for m in rubrics], [_total(report, m) for m in rubrics])
     if name == "error_rate":
         if not summary:
@@ -201,21 +201,12 @@ def _rate(numerators: list[int], totals: list[int]) -> tuple[float | None, str |
 # ---- regression against a baseline ------------------------------------------------------------
 
 
-def _regression(
-    new: Report,
-    base: Report,
-    name: str,
-    max_drop: float,
-    lower: bool,
-    significant_only: bool,
-    seed: int,
-    resamples: int,
-    confidence: float,
-) -> GateCheck:
+def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
+    lower = name in set(rule.lower_is_better)
     sign = -1.0 if lower else 1.0  # so that a positive difference is always an improvement
-    b = base.summary.get(name)
+    b = rule.baseline.summary.get(name)
     n = new.summary.get(name)
-    floor = None if b is None or b.mean is None else b.mean - sign * max_drop
+    floor = None if b is None or b.mean is None else b.mean - sign * rule.max_drop
     op = "<=" if lower else ">="
 
     def check(value: float | None, ok: bool, message: str) -> GateCheck:
@@ -227,36 +218,36 @@ def _regression(
     if b.mean is None:
         return check(n.mean, True, ": baseline has no value; nothing to compare")
     if n.mean is None:
-        return check(None, False, f": no value ({n.n} scored, {n.errors} errors); baseline "
-                     f"{b.mean:.4f}")  # fmt: skip
+        return check(None, False, f": no value ({_scored(n)}); baseline {b.mean:.4f}")
     drop = sign * (b.mean - n.mean)
-    text = f" = {n.mean:.4f} (baseline {b.mean:.4f}, max_drop {max_drop:g}"
-    if drop <= max_drop:
-        return check(n.mean, True, f"{text}: {'drop' if drop > 0 else 'change'} "
-                     f"{abs(drop):.4f})")  # fmt: skip
-    if not significant_only:
+    text = f" = {n.mean:.4f} (baseline {b.mean:.4f}, max_drop {rule.max_drop:g}"
+    if drop <= rule.max_drop:
+        change = "drop" if drop > 0 else "change"
+        return check(n.mean, True, f"{text}: {change} {abs(drop):.4f})")
+    if not rule.significant_only:
         return check(n.mean, False, f"{text}: dropped {drop:.4f})")
-    diffs = _paired_differences(new, base, name) * sign
-    if len(diffs) < 2:
-        return check(n.mean, False, f"{text}: dropped {drop:.4f}; only {len(diffs)} paired "
-                     "samples, cannot test significance)")  # fmt: skip
-    low, high = bootstrap_ci(diffs, resamples=resamples, confidence=confidence, seed=seed)
-    assert low is not None and high is not None  # non-empty input
-    ci = f"paired {confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], n={len(diffs)}"
-    if high < 0:
+    base_scores, new_scores, _ = paired_scores(rule.baseline, new, name)
+    if len(base_scores) < 2:
+        return check(
+            n.mean,
+            False,
+            f"{text}: dropped {drop:.4f}; only {len(base_scores)} paired samples, "
+            "cannot test significance)",
+        )
+    options = CompareOptions(
+        resamples=rule.resamples, confidence=rule.confidence, seed=rule.seed, permutations=1000
+    )
+    paired = compare_pairs(base_scores, new_scores, options)
+    low, high = paired.ci_low, paired.ci_high
+    assert low is not None and high is not None  # two or more pairs
+    ci = f"paired {rule.confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], n={paired.n}"
+    if (low > 0) if lower else (high < 0):  # entirely on the worse side of 0
         return check(n.mean, False, f"{text}: dropped {drop:.4f}, significant: {ci})")
     return check(n.mean, True, f"{text}: dropped {drop:.4f}, not significant: {ci})")
 
 
-def _paired_differences(new: Report, base: Report, name: str) -> NDArray[np.float64]:
-    """new − base per sample id scored in both reports, in the new report's order."""
-    before = {s.id: s.scores.get(name) for s in base.samples}
-    pairs = [
-        (v, before[s.id])
-        for s in new.samples
-        if (v := s.scores.get(name)) is not None and before.get(s.id) is not None
-    ]
-    return np.array([a - b for a, b in pairs if b is not None], dtype=np.float64)
+def _scored(s: MetricSummary) -> str:
+    return f"{s.n} scored, {s.errors} errors"
 
 
 # ---- command line -----------------------------------------------------------------------------

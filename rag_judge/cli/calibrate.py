@@ -1,22 +1,24 @@
-"""``rag-judge calibrate REPORT LABELS``: judge scores against human labels."""
+"""``rag-judge calibrate REPORT LABELS``: judge scores against human labels, and the
+renderings of the agreement (a terminal table, Markdown, JSON)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
 from rag_judge.analysis.calibration import (
+    CalibrationResult,
     calibrate,
     labels_from_dataset,
     load_labels,
-    render_markdown,
-    render_table,
 )
+from rag_judge.report._format import num
 from rag_judge.report.model import Report
 
-__all__ = ["add_parser", "run_calibrate"]
+__all__ = ["add_parser", "render_markdown", "render_table", "run_calibrate"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,3 +47,28 @@ def run_calibrate(args: argparse.Namespace) -> int:
     else:
         print(render_table(results))
     return 0
+
+
+# ---- rendering ----------------------------------------------------------------------------
+
+_HEADER = ["rubric", "n", "Spearman ρ", "QWK κ", "Krippendorff α", "exact", "within ±1", "unpaired"]
+
+
+def _cells(r: CalibrationResult) -> list[str]:
+    stats = (r.spearman, r.kappa, r.alpha, r.exact, r.within_one)
+    return [r.rubric, str(r.n), *(num(v, ".3f") for v in stats), str(r.unpaired)]
+
+
+def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
+    lines = ["| " + " | ".join(_HEADER) + " |", "|---|" + "---:|" * (len(_HEADER) - 1)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in results.values()]
+    return "\n".join(lines)
+
+
+def render_table(results: Mapping[str, CalibrationResult]) -> str:
+    rows = [_HEADER, *(_cells(r) for r in results.values())]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in rows
+    )

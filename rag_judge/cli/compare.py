@@ -1,4 +1,5 @@
-"""``rag-judge compare BASE NEW...``: paired comparison of run reports."""
+"""``rag-judge compare BASE NEW...``: paired comparison of run reports, and its renderings
+(a terminal table, Markdown for comparison.md, JSON)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import argparse
 import json
 from pathlib import Path
 
-from rag_judge.analysis.compare import CompareOptions, compare_runs, render_markdown, render_table
-from rag_judge.stats import CORRECTIONS
+from rag_judge.analysis.compare import CompareOptions, CompareResult, Comparison, compare_runs
+from rag_judge.report._format import ci_label, interval, num
+from rag_judge.stats import CORRECTIONS, EXACT_MAX
 
-__all__ = ["add_parser", "run_compare"]
+__all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
 
 
 def _positive_int(text: str) -> int:
@@ -60,9 +62,84 @@ def run_compare(args: argparse.Namespace) -> int:
         args.base, list(args.new), options, metrics=args.metrics, correction=args.correction
     )
     if args.format == "json":
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     elif args.format == "md":
         print(render_markdown(result), end="")
     else:
         print(render_table(result))
     return 0
+
+
+# ---- rendering ----------------------------------------------------------------------------
+
+
+def render_table(result: CompareResult) -> str:
+    out: list[str] = []
+    for comp in result.comparisons:
+        rows = _rows(result, comp)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out.append(f"{comp.new} vs {result.base}")
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        out += [*_notes(comp), ""]
+    out.append(_footer(result))
+    return "\n".join(out)
+
+
+def render_markdown(result: CompareResult) -> str:
+    out = [f"# Comparison with `{result.base}`", ""]
+    for comp in result.comparisons:
+        rows = _rows(result, comp)
+        out += [f"## `{comp.new}`", "", "| " + " | ".join(rows[0]) + " |"]
+        out.append("|---|" + "---:|" * (len(rows[0]) - 1))
+        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        out += [""] + [f"- {n}" for n in _notes(comp)] + [""]
+    out.append(_footer(result))
+    return "\n".join(out) + "\n"
+
+
+def _rows(result: CompareResult, comp: Comparison) -> list[list[str]]:
+    adjusted = result.correction != "none"
+    head = ["metric", "n", "base", "new", "diff", ci_label(result.options.confidence), "p"]
+    head += [f"p ({result.correction})"] if adjusted else []
+    rows = [[*head, "missing"]]
+    for name, mc in comp.metrics.items():
+        flag = "*" if mc.corpus or mc.signature_differs else ""
+        row = [
+            name + flag,
+            str(mc.n),
+            num(mc.base_mean),
+            num(mc.new_mean),
+            num(mc.diff, "+.4f"),
+            interval(mc.ci_low, mc.ci_high, "+.4f"),
+            num(mc.p_value, ".4g"),
+        ]
+        row += [num(mc.p_adjusted, ".4g")] if adjusted else []
+        rows.append([*row, str(mc.missing)])
+    return rows
+
+
+def _notes(comp: Comparison) -> list[str]:
+    notes = [f"paired samples: only in base {comp.only_in_base}, only in new {comp.only_in_new}"]
+    for name, mc in comp.metrics.items():
+        if mc.corpus:
+            notes.append(
+                f"{name}*: the report's aggregate is {mc.corpus}; base/new/diff and the "
+                "paired tests use the per-sample (sentence-level) values"
+            )
+        if mc.signature_differs:
+            notes.append(f"{name}*: the two reports computed it with different options")
+    if comp.metrics_only_in_base:
+        notes.append(f"metrics only in base: {', '.join(comp.metrics_only_in_base)}")
+    if comp.metrics_only_in_new:
+        notes.append(f"metrics only in new: {', '.join(comp.metrics_only_in_new)}")
+    return notes
+
+
+def _footer(result: CompareResult) -> str:
+    o = result.options
+    return (
+        f"diff = mean(new - base) over paired samples; CI: paired bootstrap, "
+        f"{o.resamples} resamples; p: two-sided sign-flip test, "
+        f"{o.permutations} permutations (exact for n <= {EXACT_MAX}); "
+        f"correction: {result.correction}; seed {o.seed}"
+    )

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rag_judge.analysis.gates import _NAMED_EXPR, OPERATORS, check_gates, parse_threshold
+from rag_judge.analysis.gates import (
+    _NAMED_EXPR,
+    OPERATORS,
+    RegressionRule,
+    check_gates,
+    parse_threshold,
+)
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
 
@@ -81,12 +87,16 @@ def run_gate(args: argparse.Namespace) -> int:
     if not thresholds and args.baseline is None:
         raise ConfigError("nothing to check: give --fail-under, --threshold or --baseline")
     report = Report.load(args.report)
-    baseline = Report.load(args.baseline) if args.baseline is not None else None
-    max_drop = args.max_drop if args.max_drop is not None or baseline is None else 0.0
-    result = check_gates(
-        report, thresholds, baseline=baseline, max_drop=max_drop,
-        significant_only=args.significant_only, lower_is_better=args.lower_is_better,
-        metrics=args.metrics, seed=args.seed,
-    )  # fmt: skip
+    rule = None
+    if args.baseline is not None:
+        rule = RegressionRule(
+            Report.load(args.baseline),
+            max_drop=0.0 if args.max_drop is None else args.max_drop,  # no drop allowed
+            significant_only=args.significant_only,
+            lower_is_better=args.lower_is_better,
+            metrics=args.metrics,
+            seed=args.seed,
+        )
+    result = check_gates(report, thresholds, rule)
     print(result.render(verbose=args.verbose))
     return 0 if result.passed else 1

@@ -12,6 +12,7 @@ from rag_judge.data.jsonl import read_jsonl
 from rag_judge.errors import ConfigError, validation_messages
 from rag_judge.judge.pairwise import PairwiseJudge
 from rag_judge.llm import ClientConfig
+from rag_judge.llm.providers import PROVIDERS
 
 __all__ = ["add_parser", "run_pairwise"]
 
@@ -23,7 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("a", type=Path, help="dataset JSONL with variant A's answers")
     p.add_argument("b", type=Path, help="dataset JSONL with variant B's answers (same ids)")
     p.add_argument("--rubric", default="correctness", help="built-in rubric or .yaml file")
-    p.add_argument("--provider", choices=["stub", "local", "openai"], default="stub")
+    # The registered providers when the parser is built (a plugin imported earlier counts).
+    p.add_argument("--provider", choices=sorted(PROVIDERS), default="stub")
     p.add_argument("--model", help="judge model (required for openai)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint")
     p.add_argument("--cache", type=Path, help="SQLite cache of judge replies (default: none)")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 
-from rag_judge.analysis import compare
+from rag_judge.analysis.compare import compare_all
 from rag_judge.analysis.gates import check_gates
+from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments
-from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.pipeline import Pipeline
+from rag_judge.report.markdown import summary_table
+from rag_judge.report.model import Report
 from rag_judge.resources import resolve_config
 
 __all__ = ["add_parser", "run"]
@@ -23,9 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     run_.add_argument("--dataset", type=Path, help="dataset file, overriding the config's")
     run_.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
     run_.add_argument(
-        "--dry-run", action="store_true",
-        help="render every judge prompt and estimate tokens and cost; call nothing",
-    )  # fmt: skip
+        "--dry-run",
+        action="store_true",
+        help="render every model prompt and estimate tokens and cost; call nothing",
+    )
     add_fail_under(run_)  # adds to the config's gates
     run_.set_defaults(handler=run)
 
@@ -40,38 +44,38 @@ def run(args: argparse.Namespace) -> int:
     first = experiments[0][1]
     base_out = args.out or first.output_dir or Path("runs") / first.name
     failed = False
-    folders = []
+    reports: list[tuple[str, Report]] = []  # (its folder, the report), for the comparison
     for name, config in experiments:
         out = base_out / folder_name(name) if name else base_out
-        pipeline = Pipeline(config)
-        samples = list(pipeline.load_dataset())
-        report = pipeline.run(samples)
-        paths = report.write(out, samples)
-        folders.append(out)
+        result = Pipeline(config).run()
+        paths = result.write(out)
+        reports.append((str(out), result.report))
         print(f"\n## {name}\n" if name else "", end="")
-        print(report.summary_table())
+        print(summary_table(result.report))
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
         gates = {**config.gates, **extra_gates}
         if gates:
-            verdict = check_gates(report, gates)
+            verdict = check_gates(result.report, gates)
             print(verdict.render())
             failed |= not verdict.passed
-    if len(folders) > 1:
-        # Every variant against the first, paired by sample id.
-        result = compare.compare_runs(folders[0], folders[1:])
-        (base_out / "comparison.json").write_text(json.dumps(result, indent=2) + "\n")
-        markdown = compare.render_markdown(result)
+    if len(reports) > 1:
+        # Every variant against the first, paired by sample id, on the reports just made.
+        (base_label, base), *news = reports
+        comparison = compare_all(base, news, base_label=base_label)
+        (base_out / "comparison.json").write_text(json.dumps(comparison.to_dict(), indent=2) + "\n")
+        markdown = render_markdown(comparison)
         (base_out / "comparison.md").write_text(markdown)
         print("\n" + markdown)
     return 1 if failed else 0
 
 
 def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:
+    """One line per evaluator that would call a model: what it would send, and its cost."""
     for name, config in experiments:
         samples = list(Pipeline(config).load_dataset())
+        label = f"{name} " if name else ""
         for i, evaluator in enumerate(config.evaluators):
-            if isinstance(evaluator, JudgeEvaluator):
-                estimate = evaluator.dry_run(samples)
-                label = f"{name} " if name else ""
-                print(f"{label}evaluators[{i}] ({evaluator.type}): " + json.dumps(estimate))
+            estimate = evaluator.dry_run(samples)
+            if estimate is not None:
+                print(f"{label}evaluators[{i}] ({evaluator.type}): {json.dumps(asdict(estimate))}")
     return 0

@@ -1,4 +1,5 @@
-"""Runs held column-wise with integer codes, trec_eval's ordering, and the join with qrels.
+"""Runs held column-wise with integer codes, trec_eval's ordering, and the join with qrels into
+``Rankings``, the padded batch the retrieval kernels (``rag_judge.metrics.retrieval``) read.
 
 Everything per entry is a numpy operation, so ordering and joining a million run lines costs a
 few array passes instead of a Python step per line. Only tied or out-of-order queries are
@@ -15,9 +16,48 @@ from operator import ne
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.metrics.retrieval import Rankings
+__all__ = ["Qrels", "Rankings", "Run", "rankings_for"]
 
-__all__ = ["Qrels", "Run", "rankings_for"]
+Array = NDArray[np.float64]
+
+
+def _padded(rows: Sequence[Sequence[float]]) -> Array:
+    width = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """A batch of graded rankings, padded into 2-D arrays with NaN past each row's end.
+
+    ``ranked[q, i]`` is the grade of the document at rank ``i + 1`` for query ``q`` (0 when it
+    is unjudged); ``judged[q]`` holds every judged grade of query ``q``, in any order.
+    """
+
+    ranked: Array
+    judged: Array
+
+    def __post_init__(self) -> None:
+        if self.ranked.ndim != 2 or self.judged.ndim != 2:
+            raise ValueError("ranked and judged must be 2-D arrays")
+        if self.ranked.shape[0] != self.judged.shape[0]:
+            raise ValueError(
+                f"ranked has {self.ranked.shape[0]} queries but judged has {self.judged.shape[0]}"
+            )
+
+    @classmethod
+    def from_lists(
+        cls, ranked: Sequence[Sequence[float]], judged: Sequence[Sequence[float]]
+    ) -> Rankings:
+        """Build a batch from ragged per-query lists of grades."""
+        return cls(_padded(ranked), _padded(judged))
+
+    def __len__(self) -> int:
+        return int(self.ranked.shape[0])
+
 
 Qrels = dict[str, dict[str, int]]
 """query id -> doc id -> grade, as pytrec_eval takes it."""

@@ -1,8 +1,8 @@
-"""Samples, contexts and datasets, and the JSONL reader whose errors name file, line and field."""
+"""Samples, contexts and datasets: the validated models every reader produces."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -124,8 +124,3 @@ class Dataset(BaseModel):
 
     def __getitem__(self, index: int) -> Sample:
         return self.samples[index]
-
-    @classmethod
-    def from_samples(cls, samples: Sequence[Sample | dict[str, Any]]) -> Dataset:
-        parsed = [s if isinstance(s, Sample) else Sample.model_validate(s) for s in samples]
-        return cls(samples=tuple(parsed))

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rag_judge._async import run_sync
 from rag_judge.data.sample import Context, Sample
 from rag_judge.errors import ConfigError, validation_messages
 
@@ -176,13 +177,7 @@ def run_target_sync(
 ) -> TargetRun:
     """:func:`run_target` from synchronous code, whether or not an event loop is running here
     (a notebook or an async web handler has one: then the run gets its own loop in a thread)."""
-    kwargs: dict[str, Any] = {"concurrency": concurrency, "timeout": timeout}
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run_target(target, samples, **kwargs))
-    with ThreadPoolExecutor(1, "rag-judge-target-loop") as pool:
-        return pool.submit(lambda: asyncio.run(run_target(target, samples, **kwargs))).result()
+    return run_sync(run_target(target, samples, concurrency=concurrency, timeout=timeout))
 
 
 def _is_async(target: Target) -> bool:

@@ -2,6 +2,9 @@
 
 A run is kept column-wise (query ids, doc ids, scores) so that ordering ten thousand queries is
 a handful of numpy sorts rather than a Python sort per query.
+
+The readers take the files trec_eval 10 takes: ``#`` comment lines are skipped, and so are a
+run's fields after the tag (see ``_Layout``); blank lines are skipped too.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import gc
 import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from operator import ne
 from pathlib import Path
 from typing import NoReturn
@@ -48,19 +52,56 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _tokens(path: Path, text: str, width: int, layout: str) -> list[str]:
-    """All whitespace-separated fields, after checking that every line has ``width`` of them.
+@dataclass(frozen=True)
+class _Layout:
+    """What trec_eval 10 takes as a line of one kind of TREC file.
 
-    The check runs over the bytes with numpy for ASCII files; anything else (or a failed check)
-    takes the per-line path, which names the first bad line.
+    A line holds ``width`` whitespace-separated fields, or more where ``extra_ok`` (trec_eval
+    ignores anything after a run's tag, and refuses anything after a qrels grade). A comment
+    line starts with ``#``; with ``indented_comments`` (runs) also after leading blanks, while
+    trec_eval reads an indented qrels line as a judgment. Blank lines are skipped in both kinds
+    (trec_eval refuses them in qrels).
     """
-    tokens = text.split()
-    if not (text.isascii() and _fields_per_line_ok(text, width)):
-        for lineno, parts in _numbered(text):
-            if len(parts) != width:
-                raise DataError(
-                    f"{path}:{lineno}: a {layout} line has {width} columns, found {len(parts)}"
-                )
+
+    name: str
+    width: int
+    extra_ok: bool
+    indented_comments: bool
+
+    def lines(self, text: str) -> Iterator[tuple[int, list[str]]]:
+        """(line number, fields) of each data line: the slow path, also for error messages."""
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            parts = line.split()
+            if parts and not (parts[0] if self.indented_comments else line).startswith("#"):
+                yield lineno, parts
+
+    def line_of_entry(self, text: str, entry: int) -> int:
+        return next(n for i, (n, _) in enumerate(self.lines(text)) if i == entry)
+
+    def check(self, path: Path, lineno: int, parts: list[str]) -> None:
+        if len(parts) < self.width or (len(parts) > self.width and not self.extra_ok):
+            raise DataError(
+                f"{path}:{lineno}: a {self.name} line has {self.width} columns, found {len(parts)}"
+            )
+
+
+_QRELS = _Layout("qrels (qid iter docid grade)", 4, extra_ok=False, indented_comments=False)
+_RUN = _Layout("run (qid Q0 docid rank score tag)", 6, extra_ok=True, indented_comments=True)
+
+
+def _tokens(path: Path, text: str, layout: _Layout) -> list[str]:
+    """The first ``layout.width`` fields of every data line, in order.
+
+    A plain file (ASCII; each line blank or of exactly ``width`` fields, none starting with
+    ``#``) is checked over its bytes with numpy and split in one call. Anything else takes the
+    per-line path, which skips comments, drops extra fields where allowed and names a bad line.
+    """
+    if text.isascii() and _fields_per_line_ok(text, layout.width):
+        return text.split()
+    tokens: list[str] = []
+    for lineno, parts in layout.lines(text):
+        layout.check(path, lineno, parts)
+        tokens += parts[: layout.width]
     return tokens
 
 
@@ -70,7 +111,8 @@ _ASCII_PLAIN = _ASCII_SPACE + bytes(range(33, 128))
 
 
 def _fields_per_line_ok(text: str, width: int) -> bool:
-    """Does every non-blank line hold exactly ``width`` fields? One numpy pass over the bytes.
+    """Does every non-blank line hold exactly ``width`` fields, the first not starting with
+    ``#`` (which could make it a comment)? One numpy pass over the bytes.
 
     Only for text of plain ASCII (no other control bytes), where "byte <= 32" is exactly the
     set of separators str.split() uses; anything else returns False for the exact slow path.
@@ -85,34 +127,30 @@ def _fields_per_line_ok(text: str, width: int) -> bool:
     token_at = np.flatnonzero(starts)
     before = np.searchsorted(token_at, np.flatnonzero(buf == 10))  # fields before each newline
     per_line = np.diff(np.r_[0, before, len(token_at)])
-    return bool(np.all((per_line == 0) | (per_line == width)))
-
-
-def _numbered(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of each non-blank line: the slow path, for error messages."""
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        parts = line.split()
-        if parts:
-            yield lineno, parts
-
-
-def _line_of_entry(text: str, entry: int) -> int:
-    return next(n for i, (n, _) in enumerate(_numbered(text)) if i == entry)
+    if not np.all((per_line == 0) | (per_line == width)):
+        return False
+    if b"#" not in data:
+        return True
+    heads = token_at[np.r_[0, before][per_line > 0]]  # where each non-blank line's fields start
+    return not np.any(buf[heads] == ord("#"))
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    """Read ``qid iter docid grade`` lines; a repeated (qid, docid) pair is an error."""
+    """Read ``qid iter docid grade`` lines; a repeated (qid, docid) pair is an error.
+
+    Blank lines and ``#`` comment lines are skipped.
+    """
     path = Path(path)
     text = read_text(path)
     with _no_gc():
-        tokens = _tokens(path, text, 4, "qrels (qid iter docid grade)")
+        tokens = _tokens(path, text, _QRELS)
         qids, docids, raw = tokens[0::4], tokens[2::4], tokens[3::4]
         try:
             grades = list(map(int, raw))
         except ValueError:
             entry = next(i for i, g in enumerate(raw) if not _is_int(g))
             raise DataError(
-                f"{path}:{_line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
+                f"{path}:{_QRELS.line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
                 "is not an integer"
             ) from None
         # Judgments come grouped by query: build each query's dict in one C-level call.
@@ -133,7 +171,7 @@ def read_qrels(path: str | Path) -> Qrels:
         for entry, pair in enumerate(zip(qids, docids)):
             if pair in seen:
                 raise DataError(
-                    f"{path}:{_line_of_entry(text, entry)}: query {pair[0]!r} judges doc "
+                    f"{path}:{_QRELS.line_of_entry(text, entry)}: query {pair[0]!r} judges doc "
                     f"{pair[1]!r} twice"
                 )
             seen.add(pair)
@@ -144,7 +182,8 @@ _CHUNK = 1 << 22  # characters of a run file handled at once: bounds the peak of
 
 
 def read_run(path: str | Path, name: str | None = None) -> Run:
-    """Read ``qid Q0 docid rank score tag`` lines. The rank column is ignored, as trec_eval does.
+    """Read ``qid Q0 docid rank score tag`` lines. As trec_eval does, the rank column and any
+    fields after the tag are ignored, and so are blank lines and ``#`` comment lines.
 
     The file is handled in slices of whole lines, so at most one slice's fields are alive as
     Python strings at a time; ids become integer codes as they are read.
@@ -158,7 +197,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     with _no_gc():
         for chunk in _line_slices(text, _CHUNK):
             try:
-                tokens = _tokens(path, chunk, 6, "run (qid Q0 docid rank score tag)")
+                tokens = _tokens(path, chunk, _RUN)
                 raw = tokens[4::6]
                 values = np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))
             except (DataError, ValueError):
@@ -174,8 +213,8 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     dup = run.first_duplicate()
     if dup is not None:
         raise DataError(
-            f"{path}:{_line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} retrieves "
-            f"doc {run.doc_ids[run.d[dup]]!r} twice"
+            f"{path}:{_RUN.line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} "
+            f"retrieves doc {run.doc_ids[run.d[dup]]!r} twice"
         )
     return run
 
@@ -192,12 +231,8 @@ def _line_slices(text: str, size: int) -> Iterator[str]:
 
 def _raise_first_bad_run_line(path: Path, text: str) -> NoReturn:
     """The slow path: find the first line with a wrong field count or score, with its number."""
-    for lineno, parts in _numbered(text):
-        if len(parts) != 6:
-            raise DataError(
-                f"{path}:{lineno}: a run (qid Q0 docid rank score tag) line has 6 columns, "
-                f"found {len(parts)}"
-            )
+    for lineno, parts in _RUN.lines(text):
+        _RUN.check(path, lineno, parts)
         if not _is_float(parts[4]):
             raise DataError(f"{path}:{lineno}: field 'score': {parts[4]!r} is not a number")
     raise AssertionError("unreachable: both paths parse fields the same way")

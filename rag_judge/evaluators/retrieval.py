@@ -3,35 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import Field, field_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult
+from rag_judge.evaluators.base import Evaluator
 from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
+from rag_judge.report.model import MetricKind, Signature
 
 __all__ = ["RetrievalEvaluator", "retrieval_signature"]
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@5", "ndcg_exp@5")
 
 
-def retrieval_signature(spec: MetricSpec, threshold: float, ordering: str) -> str:
+def retrieval_signature(spec: MetricSpec, threshold: float, ordering: str) -> Signature:
     """sacrebleu-style signature: every option that changes the number."""
-    parts = [spec.name, f"k:{spec.k if spec.k is not None else 'all'}"]
+    options = {"k": str(spec.k) if spec.k is not None else "all"}
     if spec.family in {"dcg", "idcg", "ndcg", "ndcg_exp"}:
-        parts += [f"gain:{'exp2' if spec.family == 'ndcg_exp' else 'linear'}", "ideal:judged"]
+        options |= {"gain": "exp2" if spec.family == "ndcg_exp" else "linear", "ideal": "judged"}
     else:
-        parts.append(f"rel:>={threshold:g}")
-    parts += [f"order:{ordering}", f"version:{__version__}"]
-    return "|".join(parts)
+        options["rel"] = f">={threshold:g}"
+    options |= {"order": ordering, "version": __version__}
+    return Signature(name=spec.name, options=options)
 
 
 class RetrievalEvaluator(Evaluator):
     """precision/recall/F1/hit rate@k, MRR, MAP, R-precision, DCG/IDCG/NDCG (linear, exp2)."""
 
     type: Literal["retrieval"] = "retrieval"
+    kind: ClassVar[MetricKind] = MetricKind.RETRIEVAL
     metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, min_length=1)
     relevance_threshold: float = Field(default=1.0, gt=0)
 
@@ -47,30 +51,19 @@ class RetrievalEvaluator(Evaluator):
     def metric_names(self) -> list[str]:
         return list(self.metrics)
 
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        specs = [parse_metric(m) for m in self.metrics]
-        signatures = {
-            s.name: retrieval_signature(s, self.relevance_threshold, "list") for s in specs
-        }
-        result = EvaluatorResult.empty(len(samples), self.metrics, signatures)
-        usable: list[int] = []
-        for i, sample in enumerate(samples):
-            problem = _problem(sample)
-            if problem:
-                result.fail(i, problem)
-            else:
-                usable.append(i)
-        if not usable:
-            return result
+    def signature(self, metric: str) -> Signature:
+        return retrieval_signature(parse_metric(metric), self.relevance_threshold, "list")
+
+    def missing(self, sample: Sample) -> list[str]:
+        problem = _problem(sample)
+        return [problem] if problem else []
+
+    def score(self, samples: Sequence[Sample]) -> dict[str, NDArray[np.float64]]:
         batch = Rankings.from_lists(
-            [samples[i].ranked_grades() for i in usable],
-            [samples[i].ideal_grades() for i in usable],
+            [s.ranked_grades() for s in samples], [s.ideal_grades() for s in samples]
         )
-        for name, values in compute(batch, specs, self.relevance_threshold).items():
-            column = result.scores[name]
-            for i, value in zip(usable, values.tolist()):
-                column[i] = value
-        return result
+        specs = [parse_metric(m) for m in self.metrics]
+        return compute(batch, specs, self.relevance_threshold)
 
 
 def _problem(sample: Sample) -> str | None:

@@ -1,11 +1,15 @@
-"""Rubric LLM judging: rubrics as data, sandboxed prompt templates, verdict parsing.
+"""LLM judging: rubrics as data, sandboxed prompt templates, verdict parsing, the ask / re-ask
+loop (``asking``), pairwise comparison and judged relevance grades.
 
-The evaluator that runs them is :class:`rag_judge.evaluators.judge.JudgeEvaluator`.
+The evaluator that runs rubric judging is :class:`rag_judge.evaluators.judge.JudgeEvaluator`;
+pairwise comparison is :class:`rag_judge.judge.pairwise.PairwiseJudge`.
 """
 
 from __future__ import annotations
 
+from rag_judge.judge.asking import Outcome, ask_all, ask_sync, reask_message
 from rag_judge.judge.prompts import PromptError, PromptRenderer, neutralise, section
+from rag_judge.judge.relevance import judged_relevance, relevance_grade, with_judged_relevance
 from rag_judge.judge.rubrics import (
     BUILTIN_RUBRICS,
     Example,
@@ -30,16 +34,23 @@ __all__ = [
     "VERDICT_SCHEMA",
     "Example",
     "JudgeVerdict",
+    "Outcome",
     "PromptError",
     "PromptRenderer",
     "Rubric",
     "Unscored",
+    "ask_all",
+    "ask_sync",
+    "judged_relevance",
     "load_rubrics",
     "missing_input",
     "neutralise",
     "parse_verdict",
+    "reask_message",
+    "relevance_grade",
     "resolve_rubrics",
     "score_probs_from_logprobs",
     "section",
     "weighted_score",
+    "with_judged_relevance",
 ]

@@ -6,68 +6,44 @@ disagree (the verdict follows the position, not the answer) the pair is a tie an
 position-inconsistent. The win rate of B over A is ``(wins_B + 0.5 * ties) / n`` over the scored
 pairs, with a seeded percentile-bootstrap CI over pairs. A reply without a readable winner is
 re-asked (``reask`` times); after that the pair is *unscored* with its reason, never a tie.
+A client that scores labels (the local model) gives each verdict from its next-token
+distribution over "1", "2", "tie" (one forward pass, nothing generated).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, DataError
-from rag_judge.judge.pairwise_result import PairOutcome, PairwiseResult
+from rag_judge.judge.asking import Outcome, ask_sync
+from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
 from rag_judge.judge.preference import (
     PAIRWISE_SCHEMA,
+    PAIRWISE_SHAPE,
+    WINNER_LABELS,
+    WINNER_PREFIX,
     Order,
     Preference,
-    always_tie,
     combine,
     outcome_values,
-    pairwise_lexical,
-    parse_preference,
-    reask_message,
+    read_preference,
     to_side,
 )
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
-from rag_judge.judge.rubrics import Rubric, resolve_rubrics
+from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_rubrics
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, make_client, make_engine
-from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
-from rag_judge.llm.providers.stub import StubClient
+from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
+from rag_judge.report.model import Signature
 from rag_judge.stats import bootstrap_ci
 
-__all__ = ["PairOutcome", "PairwiseJudge", "PairwiseResult"]
-
-# ---- the judge --------------------------------------------------------------------------------
-
-
-@dataclass
-class _Call:
-    pair: int
-    order: Order
-    request: CompletionRequest
-    replies: list[Completion] = field(default_factory=list)
-    outcome: Preference | Unscored | LLMError | None = None
-
-    def verdict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"order": self.order, "winner": None, "preferred": None}
-        if isinstance(self.outcome, Preference):
-            out.update(winner=self.outcome.winner, reason=self.outcome.reason)
-            out["preferred"] = to_side(self.outcome.winner, self.order)
-        elif isinstance(self.outcome, Unscored):
-            out["reason"] = f"unscored: {self.outcome.reason}"
-        else:
-            out["reason"] = f"judge call failed: {self.outcome}"
-        out["raw"] = self.replies[-1].text if self.replies else ""
-        out["attempts"] = len(self.replies) + isinstance(self.outcome, LLMError)
-        out["cached"] = bool(self.replies) and all(c.cached for c in self.replies)
-        return out
+__all__ = ["PairOutcome", "PairVerdict", "PairwiseJudge", "PairwiseResult"]
 
 
 class PairwiseJudge(BaseModel):
@@ -75,7 +51,8 @@ class PairwiseJudge(BaseModel):
 
     ``rubric``: a built-in name, a ``.yaml`` rubric file or a Rubric that reads the answer; its
     description and criteria are shown to the judge. ``cache``: SQLite file of completions.
-    ``seed`` seeds the judge requests and the bootstrap.
+    ``seed`` seeds the judge requests and the bootstrap. Validation checks the shape only;
+    ``prepare()`` (called by ``compare``) reads a rubric file and compiles the template.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -92,62 +69,74 @@ class PairwiseJudge(BaseModel):
     template_dirs: tuple[Path, ...] = ()
 
     _rubric: Rubric | None = PrivateAttr(default=None)
+    _renderer: PromptRenderer | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self) -> PairwiseJudge:
         try:
-            found = resolve_rubrics([self.rubric])
+            check_specs([self.rubric])
+            if not (isinstance(self.rubric, str) and self.rubric.endswith(FILE_SUFFIXES)):
+                self._pick(resolve_rubrics([self.rubric]))  # no file to read: check it all now
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        return self
+
+    def _pick(self, found: list[Rubric]) -> Rubric:
         if len(found) != 1:
-            raise ValueError(f"rubric {self.rubric!r} holds {len(found)} rubrics; give one")
+            raise ConfigError(f"rubric {self.rubric!r} holds {len(found)} rubrics; give one")
         rubric = found[0]
         if "answer" not in rubric.inputs or rubric.per_context:
-            raise ValueError(
+            raise ConfigError(
                 f"rubric '{rubric.name}' cannot compare answers: it reads "
                 f"{list(rubric.inputs)}{' per context' if rubric.per_context else ''}; "
                 "pairwise judging needs a rubric on the whole answer"
             )
         if not rubric.criteria.strip():
-            raise ValueError(f"rubric '{rubric.name}' has no criteria to show the pairwise judge")
-        self._rubric = rubric.model_copy(update={"template": self.template})
+            raise ConfigError(f"rubric '{rubric.name}' has no criteria to show the pairwise judge")
+        return rubric.model_copy(update={"template": self.template})
+
+    def prepare(self) -> None:
+        """Read the rubric (a file, once) and compile the pairwise template; a problem is a
+        ConfigError. Idempotent."""
+        if self._renderer is not None:
+            return
+        rubric = self._pick(resolve_rubrics([self.rubric]))
+        renderer = PromptRenderer(self.template_dirs)
         try:
-            PromptRenderer(self.template_dirs).load(self._rubric)
+            renderer.load(rubric)
         except PromptError as exc:
-            raise ValueError(str(exc)) from None
-        return self
+            raise ConfigError(str(exc)) from None
+        self._rubric, self._renderer = rubric, renderer
 
     @property
     def resolved_rubric(self) -> Rubric:
         """The rubric, pointed at the pairwise template."""
-        assert self._rubric is not None  # set by the validator
+        self.prepare()
+        assert self._rubric is not None
         return self._rubric
 
-    def make_client(self) -> LLMClient:
-        """The configured client; the stub provider gets the pairwise stub (the scoring stubs
-        reply with 1-5 scores, which a pairwise verdict cannot use)."""
-        if self.client.provider != "stub":
-            return make_client(self.client)
-        if self.client.stub == "fixed":
-            return StubClient(always_tie, model=self.client.model or "stub-pairwise-tie")
-        return StubClient(pairwise_lexical(), model=self.client.model)
+    @property
+    def renderer(self) -> PromptRenderer:
+        self.prepare()
+        assert self._renderer is not None
+        return self._renderer
 
-    def signature(self, client: LLMClient, renderer: PromptRenderer) -> str:
+    def signature(self, client: LLMClient) -> Signature:
         rubric = self.resolved_rubric
-        return "|".join(
-            [
-                "pairwise_win_rate",
-                f"rubric:{rubric.name}",
-                f"judge:{client.provider}/{client.model}",
-                f"template:{renderer.template_hash(rubric)}",
-                "temp:0",
-                "orders:both",
-                "inconsistent:tie",
-                f"reask:{self.reask}",
-                f"version:{__version__}",
-                f"ci:bootstrap-{self.resamples}@{self.confidence:g}",
-                f"seed:{self.seed}",
-            ]
+        return Signature(
+            name="pairwise_win_rate",
+            options={
+                "rubric": rubric.name,
+                "judge": f"{client.provider}/{client.model}",
+                "template": self.renderer.template_hash(rubric),
+                "temp": "0",
+                "scoring": "distribution" if client.scores_labels else "json",
+                "orders": "both",
+                "inconsistent": "tie",
+                "reask": str(self.reask),
+                "version": __version__,
+            },
+            run={"ci": f"bootstrap-{self.resamples}@{self.confidence:g}", "seed": str(self.seed)},
         )
 
     def _problem(self, a: Sample, b: Sample) -> str | None:
@@ -167,9 +156,7 @@ class PairwiseJudge(BaseModel):
             return "field 'references': the rubric needs a reference answer; none in A or B"
         return None
 
-    def _messages(
-        self, renderer: PromptRenderer, a: Sample, b: Sample, order: Order
-    ) -> tuple[ChatMessage, ...]:
+    def _messages(self, a: Sample, b: Sample, order: Order) -> tuple[ChatMessage, ...]:
         rubric = self.resolved_rubric
         # Question and references are the pair's, shown the same in both orders.
         shared = a.model_copy(
@@ -191,7 +178,24 @@ class PairwiseJudge(BaseModel):
             variables[f"answer_{n}"] = own["answer"]
             if "contexts" in own:
                 variables[f"contexts_{n}"] = own["contexts"]
-        return renderer.render(rubric, variables)
+        return self.renderer.render(rubric, variables)
+
+    def _request(self, messages: tuple[ChatMessage, ...], scoring: bool) -> CompletionRequest:
+        if scoring:  # the reply's first token is the verdict: read the labels' distribution
+            return CompletionRequest(
+                messages=(*messages, ChatMessage("assistant", WINNER_PREFIX)),
+                temperature=0.0,
+                seed=self.seed,
+                max_tokens=1,
+                score_labels=WINNER_LABELS,
+            )
+        return CompletionRequest(
+            messages=messages,
+            temperature=0.0,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            json_schema=PAIRWISE_SCHEMA,
+        )
 
     def compare(
         self,
@@ -203,37 +207,36 @@ class PairwiseJudge(BaseModel):
     ) -> PairwiseResult:
         """Judge every question both variants answered. ``client`` overrides the configured
         one; ``labels`` name A and B in the outputs (e.g. their file names)."""
+        self.prepare()
         a_by_id, b_by_id = _by_id(a_samples, "A"), _by_id(b_samples, "B")
         ids = [i for i in a_by_id if i in b_by_id]
-        client = client if client is not None else self.make_client()
-        renderer = PromptRenderer(self.template_dirs)
+        judge: LLMClient = client if client is not None else make_client(self.client)
         pairs = [PairOutcome(i, None, None, None, []) for i in ids]
-        calls: list[_Call] = []
+        calls: list[tuple[int, Order]] = []
+        requests: list[CompletionRequest] = []
         for p, sid in enumerate(ids):
             a, b = a_by_id[sid], b_by_id[sid]
             problem = self._problem(a, b)
             orders: tuple[Order, Order] = ("AB", "BA")
             try:
-                built = [] if problem else [(o, self._messages(renderer, a, b, o)) for o in orders]
+                built = [] if problem else [(o, self._messages(a, b, o)) for o in orders]
             except PromptError as exc:
                 problem = str(exc)
             if problem:
                 pairs[p].reason = problem
                 continue
-            calls += [_Call(p, o, self._request(m)) for o, m in built]
-        engine = make_engine(self.client, cache=self.cache, client=client)
-        # Every first request of the comparison goes through one run: one scheduler, one cache.
-        _settle(calls, engine.run_sync([c.request for c in calls]))
-        for _ in range(self.reask):
-            pending = [c for c in calls if isinstance(c.outcome, Unscored) and c.replies]
-            if not pending:
-                break
-            followups = [_followup(c) for c in pending]
-            _settle(pending, engine.run_sync(followups))
-            for c, req in zip(pending, followups):
-                c.request = req
-        for c in calls:
-            pairs[c.pair].verdicts.append(c.verdict())
+            for order, messages in built:
+                calls.append((p, order))
+                requests.append(self._request(messages, judge.scores_labels))
+        outcomes, usage = ask_sync(
+            lambda: make_engine(self.client, cache=self.cache, client=judge),
+            requests,
+            read_preference,
+            shape=PAIRWISE_SHAPE,
+            reask=self.reask,
+        )
+        for (p, order), outcome in zip(calls, outcomes, strict=True):
+            pairs[p].verdicts.append(_verdict(order, outcome))
         for pair in pairs:
             _decide(pair)
         values = outcome_values([p.outcome for p in pairs if p.outcome is not None])
@@ -242,7 +245,7 @@ class PairwiseJudge(BaseModel):
         )
         return PairwiseResult(
             rubric=self.resolved_rubric.name,
-            signature=self.signature(client, renderer),
+            signature=self.signature(judge),
             labels=labels,
             pairs=pairs,
             only_a=[i for i in a_by_id if i not in b_by_id],
@@ -252,16 +255,7 @@ class PairwiseJudge(BaseModel):
             resamples=self.resamples,
             confidence=self.confidence,
             seed=self.seed,
-            usage=engine.usage.model_dump(),
-        )
-
-    def _request(self, messages: tuple[ChatMessage, ...]) -> CompletionRequest:
-        return CompletionRequest(
-            messages=messages,
-            temperature=0.0,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            json_schema=PAIRWISE_SCHEMA,
+            usage=usage,
         )
 
 
@@ -274,30 +268,28 @@ def _by_id(samples: Sequence[Sample], label: str) -> dict[str, Sample]:
     return out
 
 
-def _settle(calls: list[_Call], outputs: list[Completion | LLMError]) -> None:
-    for call, out in zip(calls, outputs):
-        if isinstance(out, LLMError):
-            call.outcome = out
-        else:
-            call.replies.append(out)
-            call.outcome = parse_preference(out.text)
-
-
-def _followup(call: _Call) -> CompletionRequest:
-    """The re-ask: the previous exchange, then the parse error quoted back."""
-    assert isinstance(call.outcome, Unscored)
-    return call.request.followed_by(call.replies[-1].text, reask_message(call.outcome.reason))
+def _verdict(order: Order, outcome: Outcome[Preference]) -> PairVerdict:
+    verdict = PairVerdict(
+        order=order, raw=outcome.raw, attempts=outcome.attempts, cached=outcome.cached
+    )
+    found = outcome.result
+    if isinstance(found, Preference):
+        verdict.winner, verdict.reason, verdict.probs = found.winner, found.reason, found.probs
+        verdict.preferred = to_side(found.winner, order)
+    elif isinstance(found, Unscored):
+        verdict.reason = f"unscored: {found.reason}"
+    else:
+        verdict.reason = f"judge call failed: {found}"
+    return verdict
 
 
 def _decide(pair: PairOutcome) -> None:
     if pair.reason is not None:
         return
-    failed = [v for v in pair.verdicts if v["preferred"] is None]
+    failed = [v for v in pair.verdicts if v.preferred is None]
     if failed:
-        pair.reason = "; ".join(f"order {v['order']}: {v['reason']}" for v in failed)
+        pair.reason = "; ".join(f"order {v.order}: {v.reason}" for v in failed)
         return
-    ab, ba = (v["preferred"] for v in sorted(pair.verdicts, key=lambda v: v["order"]))
+    ab, ba = (v.preferred for v in sorted(pair.verdicts, key=lambda v: v.order))
+    assert ab is not None and ba is not None
     pair.outcome, pair.consistent = combine(ab, ba)
-
-
-# ---- command line -----------------------------------------------------------------------------

@@ -6,22 +6,48 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_judge._version import __version__
-from rag_judge.judge.preference import Side
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["PairOutcome", "PairwiseResult"]
+from rag_judge._version import __version__
+from rag_judge.judge.preference import Order, Side, Winner
+from rag_judge.llm.base import Usage
+from rag_judge.report.model import Signature
+
+__all__ = ["PairOutcome", "PairVerdict", "PairwiseResult"]
+
+
+class PairVerdict(BaseModel):
+    """One order's verdict: the order asked, the positional winner and the side it names (None
+    when unscored or failed; ``reason`` then says why), the last reply verbatim, requests made
+    (1 + re-asks), whether every reply was cached, and a scoring client's distribution over
+    "1", "2", "tie"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    order: Order
+    winner: Winner | None = None
+    preferred: Side | None = None
+    reason: str = ""
+    raw: str = ""
+    attempts: int = 1
+    cached: bool = False
+    probs: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As in the JSON output: ``probs`` only where a distribution was read."""
+        return self.model_dump(exclude={"probs"} if self.probs is None else set())
 
 
 @dataclass
 class PairOutcome:
     """One question: its outcome (None when unscored), whether both orders agreed, why it is
-    unscored, and both verdicts (order, positional winner, mapped side, reason, raw reply)."""
+    unscored, and both verdicts."""
 
     id: str
     outcome: Side | None
     consistent: bool | None
     reason: str | None
-    verdicts: list[dict[str, Any]]
+    verdicts: list[PairVerdict]
 
 
 # ---- the result -------------------------------------------------------------------------------
@@ -33,7 +59,7 @@ class PairwiseResult:
     every pair's verdicts. ``n`` counts scored pairs; unscored ones are counted, not averaged."""
 
     rubric: str
-    signature: str
+    signature: Signature
     labels: tuple[str, str]
     pairs: list[PairOutcome]
     only_a: list[str]
@@ -43,7 +69,7 @@ class PairwiseResult:
     resamples: int
     confidence: float
     seed: int
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
 
     def _count(self, outcome: Side) -> int:
         return sum(p.outcome == outcome for p in self.pairs)
@@ -80,18 +106,18 @@ class PairwiseResult:
             "position_consistency": self.position_consistency,
             "only_a_ids": list(self.only_a),
             "only_b_ids": list(self.only_b),
-            "signature": self.signature,
+            "signature": self.signature.render(),
             "resamples": self.resamples,
             "confidence": self.confidence,
             "seed": self.seed,
-            "usage": dict(self.usage),
+            "usage": self.usage.model_dump(),
             "samples": [
                 {
                     "id": p.id,
                     "outcome": p.outcome,
                     "consistent": p.consistent,
                     "unscored_reason": p.reason,
-                    "verdicts": p.verdicts,
+                    "verdicts": [v.to_dict() for v in p.verdicts],
                 }
                 for p in self.pairs
             ],
@@ -111,7 +137,7 @@ class PairwiseResult:
             ("unscored", str(c["unscored"])),
             (
                 "position consistency",
-                "-" if pc is None else f"{pc:.4f} ({c['n'] - c['inconsistent']}/{c['n']})",
+                "–" if pc is None else f"{pc:.4f} ({c['n'] - c['inconsistent']}/{c['n']})",
             ),
             ("only in A / only in B", f"{c['only_a']} / {c['only_b']}"),
         ]
@@ -128,7 +154,7 @@ class PairwiseResult:
         out += [f"| {k} | {v} |" for k, v in self._summary_rows()]
         out += ["", "| id | outcome | A first | B first | notes |", "|---|---|---|---|---|"]
         for p in self.pairs:
-            by_order = {v["order"]: v for v in p.verdicts}
+            by_order = {v.order: v for v in p.verdicts}
             cells = [_md(_cell(by_order.get(o))) for o in ("AB", "BA")]
             note = p.reason or ("" if p.consistent else "verdict flipped with the order")
             out.append(
@@ -142,13 +168,13 @@ def _title(a: str, b: str) -> str:
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return "–" if value is None else f"{value:.4f}"
 
 
-def _cell(verdict: dict[str, Any] | None) -> str:
+def _cell(verdict: PairVerdict | None) -> str:
     if verdict is None:
         return ""
-    return f"{verdict['preferred'] or 'unscored'}: {verdict['reason']}"
+    return f"{verdict.preferred or 'unscored'}: {verdict.reason}"
 
 
 def _md(text: str) -> str:
@@ -159,5 +185,5 @@ def _footer(result: PairwiseResult) -> str:
     return (
         f"win rate = (B wins + 0.5 x ties) / scored pairs; each pair judged in both orders, a "
         f"flipped verdict counts as a tie; CI: percentile bootstrap, {result.resamples} "
-        f"resamples, seed {result.seed}\nsignature: {result.signature}"
+        f"resamples, seed {result.seed}\nsignature: {result.signature.render()}"
     )

@@ -1,8 +1,11 @@
 """Pairwise verdicts: reading "which answer is better" replies and mapping two orders to A/B.
 
 A verdict is ``{"reason": ..., "winner": "1" | "2" | "tie"}``; the tolerant reader also accepts
-fenced JSON, JSON inside prose and "Winner: 2". Asked in both orders, two verdicts that
-disagree count as a tie (the verdict followed the position, not the answer).
+fenced JSON, JSON inside prose and "Winner: 2". A client that scores labels (the local model)
+is asked for the next token after ``Winner: `` instead, and the verdict is the most likely of
+the labels "1", "2", "tie" under its distribution (recorded with the verdict), so nothing is
+generated. Asked in both orders, two verdicts that disagree count as a tie (the verdict
+followed the position, not the answer).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,21 +21,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.judge.verdicts import FENCE, Unscored, braced, lenient_loads
-from rag_judge.llm.base import CompletionRequest
-from rag_judge.llm.providers.stub import Responder, support
+from rag_judge.llm.base import Completion
 
 __all__ = [
     "PAIRWISE_SCHEMA",
+    "PAIRWISE_SHAPE",
+    "WINNER_LABELS",
+    "WINNER_PREFIX",
     "Order",
     "Preference",
     "Side",
     "Winner",
-    "always_tie",
     "combine",
     "outcome_values",
-    "pairwise_lexical",
     "parse_preference",
-    "reask_message",
+    "read_preference",
     "to_side",
 ]
 
@@ -49,6 +52,10 @@ PAIRWISE_SCHEMA: dict[str, Any] = {
     "required": ["reason", "winner"],
     "additionalProperties": False,
 }
+PAIRWISE_SHAPE = '{"reason": "<one or two sentences>", "winner": "1" | "2" | "tie"}'
+# A scoring client reads its distribution over these labels at the token after WINNER_PREFIX.
+WINNER_LABELS: tuple[Winner, ...] = ("1", "2", "tie")
+WINNER_PREFIX = "Winner: "
 
 # ---- reading a verdict ------------------------------------------------------------------------
 
@@ -63,10 +70,12 @@ _PROSE = re.compile(
 
 @dataclass(frozen=True)
 class Preference:
-    """A readable verdict: the position that won (or a tie) and the judge's reason."""
+    """A readable verdict: the position that won (or a tie), the judge's reason, and for a
+    scoring client its distribution over "1", "2", "tie"."""
 
     winner: Winner
     reason: str
+    probs: dict[str, float] | None = None
 
 
 def _winner(value: Any) -> Winner | None:
@@ -114,12 +123,23 @@ def parse_preference(text: str) -> Preference | Unscored:
     return Preference(winner, text.strip() if bare is None else "")
 
 
-def reask_message(problem: str) -> str:
-    return (
-        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
-        'of the form {"reason": "<one or two sentences>", "winner": "1" | "2" | "tie"} and '
-        "nothing else."
-    )
+def read_preference(completion: Completion) -> Preference | Unscored:
+    """One reply as a verdict: from the client's distribution over the winner labels when it
+    sent one, else from its text (``parse_preference``)."""
+    probs = _winner_probs(completion.score_probs or {})
+    if probs is None:
+        return parse_preference(completion.text)
+    winner = max(WINNER_LABELS, key=lambda w: probs[w])  # ties go to the earlier label
+    shown = ", ".join(f"{w} {p:.2f}" for w, p in probs.items())
+    return Preference(winner, f"most likely verdict; P({shown})", probs)
+
+
+def _winner_probs(probs: Mapping[str, float]) -> dict[str, float] | None:
+    """The distribution over "1", "2", "tie", renormalised; None without mass on them."""
+    mass = {w: float(probs.get(w, 0.0)) for w in WINNER_LABELS}
+    mass = {w: p if p > 0 and math.isfinite(p) else 0.0 for w, p in mass.items()}
+    total = math.fsum(mass.values())
+    return {w: p / total for w, p in mass.items()} if total > 0 else None
 
 
 # ---- outcomes ---------------------------------------------------------------------------------
@@ -143,39 +163,3 @@ def outcome_values(outcomes: Sequence[Side]) -> NDArray[np.float64]:
     """Per pair: 1 for a B win, 0.5 for a tie, 0 for an A win (their mean is B's win rate)."""
     points = {"B": 1.0, "tie": 0.5, "A": 0.0}
     return np.array([points[o] for o in outcomes], dtype=np.float64)
-
-
-# ---- the offline stub judge -------------------------------------------------------------------
-
-_ANY_SECTION = re.compile(r"<<<BEGIN ([A-Z0-9 ]+)>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
-
-
-def pairwise_lexical() -> Responder:
-    """A deterministic stub: each answer's word-overlap share (``stub.support``) with the
-    references and its own contexts, or else with the question; the higher share wins, equal
-    shares tie. Symmetric in the positions, so its verdicts never flip with the order."""
-
-    def respond(request: CompletionRequest) -> str:
-        sections = dict(_ANY_SECTION.findall("\n".join(m.content for m in request.messages)))
-        shares = []
-        for n in ("1", "2"):
-            answer = sections.get(f"ANSWER {n}", "")
-            evidence = [
-                b
-                for k, b in sections.items()
-                if k.startswith("REFERENCE") or k.startswith(f"ANSWER {n} CONTEXT")
-            ]
-            if evidence:
-                shares.append(support(answer, evidence))
-            else:
-                shares.append(support(sections.get("QUESTION", ""), [answer]))
-        winner = "tie" if math.isclose(*shares) else ("1" if shares[0] > shares[1] else "2")
-        reason = f"word overlap {shares[0]:.0%} (answer 1) vs {shares[1]:.0%} (answer 2)"
-        return json.dumps({"reason": reason, "winner": winner})
-
-    respond.name = "stub-pairwise-lexical"  # type: ignore[attr-defined]
-    return respond
-
-
-def always_tie(request: CompletionRequest) -> str:
-    return json.dumps({"reason": "fixed stub verdict", "winner": "tie"})

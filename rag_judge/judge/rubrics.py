@@ -1,8 +1,8 @@
 """Rubrics as data: what the judge sees, the criteria, and what each level 1–5 means.
 
-Ten rubrics are built in (their prompts are the Jinja templates of the same name in
-``prompts/``). Users add rubrics in YAML (criteria + one description per level) or point a rubric
-at their own template file.
+Ten rubrics are built in, as data in ``prompts/rubrics.yaml`` (their prompts are the Jinja
+templates of the same name in ``prompts/``). Users add rubrics in YAML (criteria + one
+description per level) or point a rubric at their own template file.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, validation_messages
+from rag_judge.resources import resource_dir
 
 __all__ = [
     "BUILTIN_RUBRICS",
+    "FILE_SUFFIXES",
     "INPUTS",
     "Example",
     "Rubric",
+    "check_specs",
     "load_rubrics",
     "missing_input",
     "resolve_rubrics",
@@ -112,145 +115,18 @@ class Rubric(BaseModel):
         return self
 
 
-# The built-in rubrics as data (each has a template of the same name in prompts/).
-_BUILTIN_YAML = """
-- name: faithfulness
-  inputs: [question, answer, contexts]
-  description: Is every claim in the answer entailed by the retrieved contexts?
-  criteria: >-
-    Every claim the answer makes must be entailed by the contexts: a reader who knows only the
-    contexts could conclude it. A claim that merely does not contradict the contexts, or that
-    rests on outside knowledge, is unsupported even when it is true. An answer that only says
-    the contexts lack the information makes no claim beyond them.
-  levels:
-    1: Most or all claims are unsupported by the contexts, or the answer contradicts them.
-    2: Several claims are unsupported or contradicted; only a minority is entailed.
-    3: >-
-      About half of the claims are entailed; the rest are unsupported additions, including
-      plausible outside knowledge.
-    4: All central claims are entailed; one minor detail is unsupported or overstated.
-    5: Every claim is entailed by the contexts; nothing is added beyond them.
-- name: answer_relevance
-  inputs: [question, answer]
-  description: Does the answer address the question that was asked?
-  criteria: >-
-    The answer responds to the intent and every part of the question, stays on topic and does
-    not evade. Judge relevance only, not whether the facts are correct.
-  levels:
-    1: >-
-      Does not address the question: off topic, an unexplained refusal, or an answer to a
-      different question.
-    2: Touches the topic of the question but misses its main point.
-    3: Addresses the main point only partly, or buries it under unrelated material.
-    4: Addresses the question directly; a minor part is missed or a little is off topic.
-    5: Directly and completely addresses every part of the question and nothing else.
-- name: correctness
-  inputs: [question, answer, references]
-  description: Does the answer agree with the reference answer(s)?
-  criteria: >-
-    The answer states the facts, numbers and conclusions of the reference answer correctly.
-    Wording may differ; extra details are fine unless they contradict the references. When
-    several references are given, agreeing with any one of them is enough.
-  levels:
-    1: Contradicts the references or is wrong on the central fact.
-    2: Gets a minor point right, but the central fact is wrong or missing.
-    3: The central fact is right, but important details are wrong or missing.
-    4: Right on the central fact and nearly all details; one minor omission or imprecision.
-    5: Agrees with the references on every fact that matters.
-- name: context_relevance
-  inputs: [question, contexts]
-  per_context: true
-  description: Does this one retrieved passage help answer the question?
-  criteria: >-
-    Judge this single passage on its own, as if no other passage existed: does it contain
-    information that helps answer the question? Judge usefulness for answering, not topical
-    similarity.
-  levels:
-    1: Unrelated to the question.
-    2: On the topic of the question, but gives nothing that helps answer it.
-    3: Contains some information that helps, but only part of what is needed.
-    4: Contains most of the information needed to answer the question.
-    5: Contains everything needed to answer the question fully.
-- name: coherence
-  inputs: [answer]
-  description: Is the answer logically organised and easy to follow?
-  criteria: >-
-    Sentences follow from one another, ideas are connected, the answer does not contradict
-    itself, and its structure makes it easy to follow. Judge organisation and logical flow, not
-    factual accuracy or grammar.
-  levels:
-    1: "Incoherent: disconnected statements, self-contradiction, or no discernible structure."
-    2: "Hard to follow: jumps between ideas, missing links or internal inconsistencies."
-    3: Mostly understandable, with some awkward jumps or poorly connected parts.
-    4: Logically organised and easy to follow, with minor lapses in flow.
-    5: A clear, logical progression throughout; every part connects to the whole.
-- name: fluency
-  inputs: [answer]
-  description: Is the answer fluent, grammatical, natural language?
-  criteria: >-
-    Correct grammar, spelling and punctuation, idiomatic word choice and readable sentences.
-    Judge the language only, not content or accuracy.
-  levels:
-    1: "Barely readable: pervasive grammatical errors, garbled or broken text."
-    2: Frequent errors or unnatural phrasing that impede reading.
-    3: Understandable, with noticeable errors or awkward phrasing.
-    4: Fluent, with a few minor errors or slightly awkward phrases.
-    5: Flawless, natural and idiomatic.
-- name: coverage
-  inputs: [question, answer, contexts]
-  description: Does the answer cover all the key information the question calls for?
-  criteria: >-
-    Every part of the question is addressed and the key relevant facts the contexts offer are
-    included. Judge completeness, not brevity.
-  levels:
-    1: Covers none of the information the question calls for.
-    2: Covers a small part; most key points available in the contexts are missing.
-    3: Covers the main point but misses several key points or parts of the question.
-    4: Covers nearly all key points; one minor point is missing.
-    5: Covers every part of the question and every key relevant point in the contexts.
-- name: diversity
-  inputs: [question, answer]
-  description: Does the answer offer distinct, non-redundant points?
-  criteria: >-
-    Where the question admits several points, options or perspectives, the answer offers a
-    range of distinct ones instead of restating one idea in different words. Where it admits
-    one answer, judge whether the supporting points are distinct rather than repetitive.
-  levels:
-    1: Repeats one idea; the content is redundant throughout.
-    2: Mostly one idea with minor variation; notable repetition.
-    3: Some distinct points, but relevant alternatives are missing or points overlap.
-    4: Several distinct points with little overlap; one relevant perspective may be missing.
-    5: A well-chosen range of distinct, complementary points with no redundancy.
-- name: detail
-  inputs: [question, answer]
-  description: Does the answer give the specific details the question warrants?
-  criteria: >-
-    The answer gives concrete specifics (names, numbers, conditions, steps or examples) rather
-    than vague generalities. Judge specificity and depth, not length.
-  levels:
-    1: Vague and generic; no specific details.
-    2: Few specifics; mostly general statements.
-    3: Some specific details, but key specifics are missing or left vague.
-    4: Specific and concrete on most points; minor details missing.
-    5: Precise and concrete throughout, with exactly the specifics the question calls for.
-- name: conciseness
-  inputs: [question, answer]
-  description: Does the answer say what is needed without unnecessary words?
-  criteria: >-
-    No padding, repetition, digressions or boilerplate. A short answer that omits needed
-    information is not concise merely for being short: judge economy of expression for the
-    content given.
-  levels:
-    1: Mostly padding, repetition or digression; the useful content is buried.
-    2: Considerably longer than needed, with much repetition or irrelevant material.
-    3: Some unnecessary material or repetition, but the main content is easy to find.
-    4: Concise, with a little unnecessary wording.
-    5: As brief as possible while complete; every sentence earns its place.
-"""
+BUILTIN_FILE = "rubrics.yaml"  # in the shipped prompts folder
 
-BUILTIN_RUBRICS: dict[str, Rubric] = {
-    r.name: r for r in (Rubric.model_validate(d) for d in yaml.safe_load(_BUILTIN_YAML))
-}
+
+def _builtin_rubrics() -> dict[str, Rubric]:
+    """The built-in rubrics, from ``prompts/rubrics.yaml`` (in the wheel or the checkout)."""
+    path = resource_dir("prompts") / BUILTIN_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {r.name: r for r in (Rubric.model_validate(d) for d in data)}
+
+
+# Each has a template of the same name in prompts/.
+BUILTIN_RUBRICS: dict[str, Rubric] = _builtin_rubrics()
 
 
 def missing_input(rubric: Rubric, sample: Sample) -> str | None:
@@ -311,6 +187,38 @@ def rubric_from_mapping(item: Any, where: str, base_dir: Path | None) -> Rubric:
 
 
 RubricSpec = str | Mapping[str, Any] | Rubric
+FILE_SUFFIXES = (".yaml", ".yml", ".j2")
+
+
+def check_specs(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> None:
+    """The shape of config entries, reading no file: each is a Rubric, a valid mapping, a
+    built-in name or a ``.yaml``/``.yml``/``.j2`` file name, and the names known without
+    reading files are distinct. ``resolve_rubrics`` checks the rest. Raises ConfigError."""
+    names: list[str] = []
+    for i, spec in enumerate(specs):
+        if isinstance(spec, Rubric):
+            names.append(spec.name)
+        elif isinstance(spec, Mapping):
+            names.append(rubric_from_mapping(spec, f"rubrics[{i}]", base_dir=None).name)
+        elif spec in BUILTIN_RUBRICS:
+            names.append(spec)
+        elif not spec.endswith(FILE_SUFFIXES):
+            raise _unknown(i, spec)
+    _distinct(names)
+
+
+def _unknown(i: int, spec: str) -> ConfigError:
+    return ConfigError(
+        f"rubrics[{i}]: unknown rubric {spec!r}; built-in rubrics: "
+        + ", ".join(BUILTIN_RUBRICS)
+        + " (or give a .yaml rubric file or a .j2 template)"
+    )
+
+
+def _distinct(names: list[str]) -> None:
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"rubric name used twice: {', '.join(dup)}")
 
 
 def resolve_rubrics(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> list[Rubric]:
@@ -327,19 +235,10 @@ def resolve_rubrics(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> list[Ru
         elif spec.endswith((".yaml", ".yml")):
             out.extend(load_rubrics(spec))
         elif spec.endswith(".j2"):
-            pass
-
             out.append(rubric_from_template(spec))
         else:
-            raise ConfigError(
-                f"rubrics[{i}]: unknown rubric {spec!r}; built-in rubrics: "
-                + ", ".join(BUILTIN_RUBRICS)
-                + " (or give a .yaml rubric file or a .j2 template)"
-            )
-    names = [r.name for r in out]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ConfigError(f"rubric name used twice: {', '.join(dup)}")
+            raise _unknown(i, spec)
+    _distinct([r.name for r in out])
     return out
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "FENCE",
     "SCORE_LABELS",
     "VERDICT_SCHEMA",
+    "VERDICT_SHAPE",
     "JudgeVerdict",
     "Reading",
     "Scoring",
@@ -41,7 +42,6 @@ __all__ = [
     "normalise_probs",
     "parse_verdict",
     "read_completion",
-    "reask_message",
     "score_probs_from_logprobs",
     "weighted_score",
 ]
@@ -59,6 +59,8 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "required": ["reason", "score"],
     "additionalProperties": False,
 }
+# The same, as the prompts and the re-ask spell it out to the judge.
+VERDICT_SHAPE = '{"reason": "<one or two sentences>", "score": <integer 1-5>}'
 
 
 Scoring = Literal["json", "logprobs", "distribution"]
@@ -80,15 +82,6 @@ class Unscored(BaseModel):
 
     reason: str
     raw: str
-
-
-def reask_message(problem: str) -> str:
-    """The follow-up user message of the one bounded re-ask, quoting the parse error."""
-    return (
-        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
-        'of the form {"reason": "<one or two sentences>", "score": <integer 1-5>} and nothing '
-        "else."
-    )
 
 
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
@@ -324,9 +317,8 @@ def read_completion(completion: Completion, scoring: Scoring) -> Reading | Unsco
     if scoring == "distribution" and completion.score_probs:
         dist = normalise_probs(completion.score_probs)
         if dist is not None:
-            value = math.fsum(s * p for s, p in dist.items())
             reason = first.reason if isinstance(first, JudgeVerdict) else ""
-            return Reading(value, reason, {"probs": _keyed(dist)})
+            return Reading(_weighted(dist), reason, {"probs": _keyed(dist)})
     scored = [v for v in verdicts if isinstance(v, JudgeVerdict)]
     if not scored:
         return first if isinstance(first, Unscored) else Unscored(reason="no verdict", raw="")
@@ -341,9 +333,15 @@ def read_completion(completion: Completion, scoring: Scoring) -> Reading | Unsco
         dist = score_probs_from_logprobs(completion.token_logprobs or [], completion.text, verdict)
         if dist is None:  # the server sent no usable logprobs: keep the stated score, say so
             return Reading(verdict.score, verdict.reason, {"probs": None})
-        value = math.fsum(s * p for s, p in dist.items())
-        return Reading(value, verdict.reason, {"probs": _keyed(dist), "verdict": verdict.score})
+        extra = {"probs": _keyed(dist), "verdict": verdict.score}
+        return Reading(_weighted(dist), verdict.reason, extra)
     return Reading(verdict.score, verdict.reason)
+
+
+def _weighted(dist: dict[int, float]) -> float:
+    value = weighted_score(dist)  # a distribution from normalise_probs always has mass
+    assert value is not None
+    return value
 
 
 def _keyed(dist: dict[int, float]) -> dict[str, float]:

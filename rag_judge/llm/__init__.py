@@ -1,23 +1,31 @@
 """Judge models behind one async protocol, and the engine that schedules their calls.
 
-``make_client(ClientConfig(...))`` builds an ``openai``, ``local`` or ``stub`` client;
+``make_client(ClientConfig(...))`` builds the client of a provider registered in
+``rag_judge.llm.providers.PROVIDERS`` (``openai``, ``local``, ``stub``, or your own);
 ``make_engine(config, cache=path)`` wraps it in a ``JudgeEngine`` with the configured limits.
+Use the engine as a context manager (``with`` / ``async with``): leaving it closes the client's
+connections and the cache it opened. Provider modules are imported only when a client of theirs
+is made (or ``OpenAIClient`` / ``LocalClient`` is read from this package).
 """
 
 from __future__ import annotations
 
-import re
+import importlib
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from rag_judge._async import run_sync
-from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, LLMError
+from rag_judge.llm.base import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    LLMClient,
+    LLMError,
+    Usage,
+)
 from rag_judge.llm.cache import SqliteCache
-from rag_judge.llm.engine import EngineUsage, JudgeEngine, count_prompt_tokens
-from rag_judge.llm.providers.local import LocalClient
-from rag_judge.llm.providers.openai import OpenAIClient
+from rag_judge.llm.engine import JudgeEngine, count_prompt_tokens
+from rag_judge.llm.providers import PROVIDERS, ClientConfig, check_capabilities, make_client
 from rag_judge.llm.providers.stub import (
     StubClient,
     fixed,
@@ -26,12 +34,16 @@ from rag_judge.llm.providers.stub import (
     scripted,
 )
 
+if TYPE_CHECKING:
+    from rag_judge.llm.providers.local import LocalClient
+    from rag_judge.llm.providers.openai import OpenAIClient
+
 __all__ = [
+    "PROVIDERS",
     "ChatMessage",
     "ClientConfig",
     "Completion",
     "CompletionRequest",
-    "EngineUsage",
     "JudgeEngine",
     "LLMClient",
     "LLMError",
@@ -39,6 +51,7 @@ __all__ = [
     "OpenAIClient",
     "SqliteCache",
     "StubClient",
+    "Usage",
     "count_prompt_tokens",
     "fixed",
     "lexical_support",
@@ -49,74 +62,16 @@ __all__ = [
     "scripted",
 ]
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LAZY = {
+    "LocalClient": "rag_judge.llm.providers.local",
+    "OpenAIClient": "rag_judge.llm.providers.openai",
+}
 
 
-class ClientConfig(BaseModel):
-    """Which judge model to call and how hard. The API key itself is never part of it: only the
-    name of the environment variable holding it (``api_key_env``).
-
-    ``model``: for ``openai`` the model name (required); for ``local`` a folder, ``.gguf`` file or
-    cached HF id (default: the packaged SmolLM2-135M, for demos only); for ``stub`` an optional
-    name. ``timeout`` is seconds per call; ``rpm``/``tpm`` are per-minute limits (None: off);
-    prices are per 1,000 tokens. ``transport`` is the openai client's HTTP layer (see
-    ``OpenAIClient``: the SDK over aiohttp or httpx, or ``direct`` without the SDK).
-    ``stub``/``stub_score`` pick the stub's responder;
-    ``cache_dir`` is where the local client keeps converted models.
-    """
-
-    # Inputs stay out of error text: a key pasted into the wrong field must not be echoed.
-    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
-
-    provider: Literal["openai", "local", "stub"] = "stub"
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = Field(default=60.0, gt=0)
-    concurrency: int = Field(default=8, ge=1)
-    rpm: float | None = Field(default=None, gt=0)
-    tpm: float | None = Field(default=None, gt=0)
-    max_attempts: int = Field(default=4, ge=1)
-    prompt_price_per_1k: float | None = Field(default=None, ge=0)
-    completion_price_per_1k: float | None = Field(default=None, ge=0)
-    structured_output: bool = True
-    transport: Literal["auto", "aiohttp", "httpx", "direct"] = "auto"
-    stub: Literal["lexical_support", "fixed"] = "lexical_support"
-    stub_score: int = Field(default=3, ge=1, le=5)
-    cache_dir: str | None = None
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        if not _ENV_NAME.fullmatch(value):
-            raise ValueError(
-                "api_key_env is the NAME of the environment variable holding the key "
-                "(like OPENAI_API_KEY), not the key itself"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _model_needed(self) -> ClientConfig:
-        if self.provider == "openai" and not self.model:
-            raise ValueError("provider 'openai' needs a model name, e.g. model: gpt-4o-mini")
-        return self
-
-
-def make_client(config: ClientConfig) -> LLMClient:
-    """The client ``config`` describes (no network call and no model load happen here)."""
-    if config.provider == "openai":
-        return OpenAIClient(
-            config.model or "",
-            base_url=config.base_url,
-            api_key_env=config.api_key_env,
-            timeout=config.timeout,
-            structured_output=config.structured_output,
-            transport=config.transport,
-        )
-    if config.provider == "local":
-        return LocalClient(config.model, cache_dir=config.cache_dir)
-    responder = fixed(config.stub_score) if config.stub == "fixed" else lexical_support()
-    return StubClient(responder, model=config.model)
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_engine(
@@ -125,20 +80,22 @@ def make_engine(
     cache: SqliteCache | str | Path | None = None,
     client: LLMClient | None = None,
 ) -> JudgeEngine:
-    """A ``JudgeEngine`` with ``config``'s limits over ``client`` (default ``make_client``);
-    ``cache`` is a ``SqliteCache`` or the path of its file."""
-    if isinstance(cache, str | Path):
-        cache = SqliteCache(cache)
+    """A ``JudgeEngine`` with ``config``'s limits over ``client`` (default ``make_client``).
+
+    ``cache`` is a ``SqliteCache`` (the caller's, to close) or the path of its file (opened by
+    the engine, closed with it). Close the engine when done: ``with make_engine(...) as engine``.
+    """
+    client = check_capabilities(client) if client is not None else make_client(config)
     return JudgeEngine(
-        client if client is not None else make_client(config),
+        client,
         cache=cache,
         concurrency=config.concurrency,
         rpm=config.rpm,
         tpm=config.tpm,
         max_attempts=config.max_attempts,
-        # The client bounds each HTTP call; the engine's cap is a backstop just above it. A local
-        # model call runs in a thread that cannot be cancelled, so it gets no cap.
-        timeout=None if config.provider == "local" else config.timeout + 1.0,
+        # The client bounds each HTTP call; the engine's cap is a backstop just above it. A call
+        # that cannot be abandoned (a local model in a worker thread) gets no cap.
+        timeout=config.timeout + 1.0 if client.cancellable else None,
         prompt_price_per_1k=config.prompt_price_per_1k,
         completion_price_per_1k=config.completion_price_per_1k,
     )

@@ -11,34 +11,9 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from rag_judge.report.model import Usage
 
 __all__ = ["ChatMessage", "Completion", "CompletionRequest", "LLMClient", "LLMError", "Usage"]
-
-
-class Usage(BaseModel):
-    """What model calls cost. ``requests`` counts distinct calls sent (a retry is not a new
-    request); ``cache_hits`` counts results served without a call (from the cache, or from an
-    identical request earlier in the same run), so ``requests + cache_hits`` is the number of
-    requests given. ``failures`` counts results that are errors. ``cost`` is None without
-    prices."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-
-    def add(self, other: dict[str, float | None]) -> Usage:
-        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
-        data = self.model_dump()
-        for key, value in other.items():
-            if key not in data or value is None:
-                continue
-            data[key] = value if data[key] is None else data[key] + value
-        return Usage.model_validate(data)
 
 
 class LLMError(Exception):
@@ -129,6 +104,10 @@ class LLMClient(Protocol):
     provider: str
     model: str
     base_url: str | None
+    # Capabilities, read by the judge and the engine instead of checking provider names.
+    scores_labels: bool  # reads a distribution over ``request.score_labels`` instead of generating
+    supports_logprobs: bool  # can return the top logprobs of each output token
+    cancellable: bool  # a call can be abandoned mid-flight, so the engine may time it out
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """One attempt. Raise LLMError (retryable or not) on failure; the engine retries."""

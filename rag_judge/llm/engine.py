@@ -4,7 +4,9 @@
 through one concurrency limit and one rate limiter, retrying what may succeed on another attempt.
 It returns one result per request, in order: the ``Completion`` or, for a call that failed for
 good, the ``LLMError`` (returned, never raised). Every finished call is cached at once, so a run
-that is killed and restarted repeats only the calls that had not finished.
+that is killed and restarted repeats only the calls that had not finished. An engine is a
+context manager (``with`` / ``async with``): leaving it closes the client's connections and the
+cache the engine opened.
 
 Time is injectable (``clock``, ``sleep``): nothing here blocks, and tests never really wait.
 """
@@ -19,6 +21,8 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar
 
 from rag_judge._async import run_sync
@@ -39,7 +43,6 @@ __all__ = [
     "INITIAL_RETRY_DELAY",
     "MAX_RETRY_AFTER",
     "MAX_RETRY_DELAY",
-    "EngineUsage",
     "JudgeEngine",
     "count_prompt_tokens",
 ]
@@ -55,9 +58,6 @@ _CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Result = Completion | LLMError
-
-
-EngineUsage = Usage  # the engine's accounting is the report's usage model
 
 
 def count_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
@@ -84,13 +84,33 @@ def _tiktoken_encoding() -> Any:
 class JudgeEngine:
     """Schedules ``client`` calls under one concurrency limit, optional requests- and
     tokens-per-minute limits, capped retries with backoff, an optional per-call ``timeout``
-    (seconds) and an optional ``SqliteCache``. Prices are per 1,000 tokens."""
+    (seconds) and an optional cache. Prices are per 1,000 tokens.
+
+    ``cache`` is a ``SqliteCache`` or the path of its file. Ownership: a cache the engine opened
+    from a path is the engine's, and ``close`` closes it; a ``SqliteCache`` passed in is the
+    caller's, who closes it (it may serve several engines).
+
+    An engine is a context manager. One-shot, from synchronous code::
+
+        with make_engine(config, cache=path) as engine:
+            results = engine.run_sync(requests)
+
+    Several rounds in one event loop (the client's connections stay open between them)::
+
+        async with make_engine(config, cache=path) as engine:
+            first = await engine.run(requests)
+            again = await engine.run(followups)
+
+    Leaving either block (or ``close()`` / ``await aclose()``) closes the client's connections
+    (its ``aclose``, when it has one; the client stays usable and reopens them on its next
+    call) and the cache the engine owns; a closed engine runs nothing more.
+    """
 
     def __init__(
         self,
         client: LLMClient,
         *,
-        cache: SqliteCache | None = None,
+        cache: SqliteCache | str | Path | None = None,
         concurrency: int = 8,
         rpm: float | None = None,
         tpm: float | None = None,
@@ -112,7 +132,9 @@ class JudgeEngine:
         ):
             _check(value is None or value >= 0, name, value, "a number >= 0, or None")
         self.client = client
-        self.cache = cache
+        self._owns_cache = isinstance(cache, str | Path)
+        self.cache = SqliteCache(cache) if isinstance(cache, str | Path) else cache
+        self._closed = False
         self.concurrency = concurrency
         self.rpm = rpm
         self.tpm = tpm
@@ -123,7 +145,7 @@ class JudgeEngine:
             if prompt_price_per_1k is not None or completion_price_per_1k is not None
             else None
         )
-        self.usage = EngineUsage(cost=0.0 if self.prices else None)
+        self.usage = Usage(cost=0.0 if self.prices else None)
         self._clock = clock
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
@@ -147,6 +169,7 @@ class JudgeEngine:
         Requests are keyed and looked up in the cache a chunk at a time, and each chunk's calls
         start before the next chunk is keyed, so the first calls go out within a millisecond
         instead of after the whole list has been hashed."""
+        self._check_open()
         results: list[Result | None] = [None] * len(requests)
         bar = Progress(len(requests), enabled=progress)
         started: set[str] = set()  # keys whose one call is under way or done
@@ -204,15 +227,16 @@ class JudgeEngine:
     ) -> list[Completion | LLMError]:
         """``run`` from synchronous code: a script, Jupyter, or a thread with a running loop.
 
-        The run gets a loop of its own, so the client's connections are closed at its end."""
+        The run gets a loop of its own, so the client's connections are closed at its end (the
+        engine stays open for more runs). For several rounds over the same connections, use
+        ``async with`` and ``await run(...)`` in one loop instead."""
+        self._check_open()
 
         async def run_and_close() -> list[Completion | LLMError]:
             try:
                 return await self.run(requests, progress=progress)
             finally:
-                close = getattr(self.client, "aclose", None)
-                if close is not None:
-                    await close()
+                await self._close_client()
 
         return run_sync(run_and_close())
 
@@ -220,6 +244,7 @@ class JudgeEngine:
         """What ``run`` would send, spending nothing: the calls not already cached (identical
         requests counted once), their prompt tokens, and the cost with every reply at its
         ``max_tokens`` (an upper bound; None without prices)."""
+        self._check_open()
         keys = [self.key(r) for r in requests]
         cached = self.cache.get_many(keys) if self.cache is not None else {}
         todo = {k: r for k, r in zip(keys, requests) if k not in cached}
@@ -235,6 +260,67 @@ class JudgeEngine:
             "completion_tokens_max": completion_max,
             "cost_estimate": cost,
         }
+
+    # ---- closing -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the client's connections and the cache this engine opened (see the class
+        docstring); a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._close_client()
+        finally:
+            self._close_cache()
+
+    def close(self) -> None:
+        """``aclose`` from synchronous code (in a loop of its own, as ``run_sync`` runs)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if getattr(self.client, "aclose", None) is not None:
+                run_sync(self._close_client())
+        finally:
+            self._close_cache()
+
+    async def _close_client(self) -> None:
+        close = getattr(self.client, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _close_cache(self) -> None:
+        if self._owns_cache and self.cache is not None:
+            self.cache.close()  # commits what is queued, stops the writer thread
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this JudgeEngine is closed")
+
+    def __enter__(self) -> JudgeEngine:
+        self._check_open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> JudgeEngine:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     # ---- one call ------------------------------------------------------------------------
 

@@ -7,10 +7,6 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["parse_retry_after", "redact"]
 

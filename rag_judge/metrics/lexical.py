@@ -44,14 +44,15 @@ ROUGE_TOKENIZERS = ("default", "unicode")
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 BLEU_ORDER = 4  # n-gram orders in a statistics row: [sys_len, ref_len, correct_1..4, total_1..4]
 
-_LEXICAL_HINT = "pip install 'rag-judge[lexical]'"
+# rouge-score and sacrebleu are core dependencies, imported when first used (import speed).
+_MISSING_HINT = "it is a dependency of rag-judge: reinstall it (pip install rag-judge)"
 
 
 def _require(module: str) -> Any:
     try:
         return __import__(module, fromlist=["_"])
     except ImportError as exc:
-        raise ImportError(f"{module} is needed for this metric: {_LEXICAL_HINT}") from exc
+        raise ImportError(f"{module} is needed for this metric: {_MISSING_HINT}") from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,13 +271,9 @@ def bleu_statistics(
         stats = corpus._extract_corpus_statistics(list(hypotheses), streams)
     sentence.num_refs = corpus.num_refs  # what _cache_references would have set on it
     rows = np.array(stats, dtype=np.float64).reshape(len(stats), 2 + 2 * BLEU_ORDER)
-    scores = np.array(
-        [_score(s, smooth_method, smooth_value, effective_order=True) for s in stats],
-        dtype=np.float64,
-    )
     return BleuStatistics(
         rows=rows,
-        sentence=scores,
+        sentence=sentence_bleu_from_rows(rows, smooth_method, smooth_value),
         corpus_signature=corpus.get_signature().format(),
         sentence_signature=sentence.get_signature().format(),
     )

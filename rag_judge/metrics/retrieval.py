@@ -15,13 +15,14 @@ array); averaging is the report's job. Semantics follow trec_eval 9:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.data.ranking import Rankings
 from rag_judge.errors import ConfigError
 
 __all__ = [
@@ -88,44 +89,6 @@ def valid_metric_names() -> str:
         {"yes": f"{f}@k", "opt": f"{f}, {f}@k", "no": f}[need]
         for f, need in METRIC_FAMILIES.items()
     )
-
-
-def _padded(rows: Sequence[Sequence[float]]) -> Array:
-    width = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
-
-
-@dataclass(frozen=True)
-class Rankings:
-    """A batch of graded rankings, padded into 2-D arrays with NaN past each row's end.
-
-    ``ranked[q, i]`` is the grade of the document at rank ``i + 1`` for query ``q`` (0 when it
-    is unjudged); ``judged[q]`` holds every judged grade of query ``q``, in any order.
-    """
-
-    ranked: Array
-    judged: Array
-
-    def __post_init__(self) -> None:
-        if self.ranked.ndim != 2 or self.judged.ndim != 2:
-            raise ValueError("ranked and judged must be 2-D arrays")
-        if self.ranked.shape[0] != self.judged.shape[0]:
-            raise ValueError(
-                f"ranked has {self.ranked.shape[0]} queries but judged has {self.judged.shape[0]}"
-            )
-
-    @classmethod
-    def from_lists(
-        cls, ranked: Sequence[Sequence[float]], judged: Sequence[Sequence[float]]
-    ) -> Rankings:
-        """Build a batch from ragged per-query lists of grades."""
-        return cls(_padded(ranked), _padded(judged))
-
-    def __len__(self) -> int:
-        return int(self.ranked.shape[0])
 
 
 class _Kernel:

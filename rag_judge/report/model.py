@@ -1,42 +1,231 @@
-"""The Report: per-sample scores, aggregates with bootstrap CIs, signatures; JSON and Markdown."""
+"""The Report as pure data: what one run produced, with meaning in types, not in strings.
+
+``report.json`` is :class:`Report` dumped (a contract). Signatures, per-sample failures,
+judgments and metric kinds are models here; the Markdown and HTML renderers (``markdown.py``,
+``html.py``) import this module and turn them into text, never the reverse.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from rag_judge._version import __version__
+from rag_judge.data.sample import Sample
 from rag_judge.errors import DataError
-from rag_judge.llm.base import Usage
 
-if TYPE_CHECKING:
-    from rag_judge.data.sample import Sample
+__all__ = [
+    "Failure",
+    "FailureKind",
+    "Judgment",
+    "MetricInfo",
+    "MetricKind",
+    "MetricSummary",
+    "Report",
+    "SampleResult",
+    "Signature",
+    "Usage",
+]
 
-__all__ = ["MetricSummary", "Report", "SampleResult", "Usage"]
+
+class Usage(BaseModel):
+    """What model calls cost. ``requests`` counts distinct calls sent (a retry is not a new
+    request); ``cache_hits`` counts results served without a call (from the cache, or from an
+    identical request earlier in the same run), so ``requests + cache_hits`` is the number of
+    requests given. ``failures`` counts results that are errors. ``cost`` is None without
+    prices."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, other: dict[str, float | None]) -> Usage:
+        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
+        data = self.model_dump()
+        for key, value in other.items():
+            if key not in data or value is None:
+                continue
+            data[key] = value if data[key] is None else data[key] + value
+        return Usage.model_validate(data)
+
+    def __add__(self, other: Usage) -> Usage:
+        return self.add(other.model_dump())
+
+
+class MetricKind(str, Enum):
+    """What family a metric belongs to; renderers and gates read this, not the metric's name."""
+
+    RETRIEVAL = "retrieval"
+    LEXICAL = "lexical"
+    EMBEDDING = "embedding"
+    JUDGE = "judge"
+    LATENCY = "latency"
+    CUSTOM = "custom"  # a user's evaluator that names no kind
+
+
+class MetricInfo(BaseModel):
+    """How to read a metric's numbers: its kind, its scale (``hi`` None: unbounded), and for a
+    judge's normalised twin the metric it restates on [0, 1]."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: MetricKind = MetricKind.CUSTOM
+    scale: tuple[float, float | None] = (0.0, 1.0)
+    normalises: str | None = None
+
+
+# A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
+_PART = re.compile(r"(?:[^|\[]|\[[^\]]*\])+")
+
+
+class Signature(BaseModel):
+    """sacrebleu-style signature: the metric's name and, in order, every option that changes
+    its number; ``run`` holds the run's settings for its interval (bootstrap, confidence, seed),
+    which describe the interval, not the metric. Rendered ``name|key:value|...`` at the edge."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    options: dict[str, str] = Field(default_factory=dict)
+    run: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, name: str, **options: object) -> Signature:
+        """A signature from keyword options (values rendered with ``str``; order kept)."""
+        return cls(name=name, options={k: str(v) for k, v in options.items()})
+
+    def with_run(self, **run: object) -> Signature:
+        return self.model_copy(update={"run": {k: str(v) for k, v in run.items()}})
+
+    def render(self) -> str:
+        parts = [self.name, *(f"{k}:{v}" for k, v in self.options.items())]
+        parts += [f"{k}:{v}" for k, v in self.run.items()]
+        return "|".join(parts)
+
+    def same_metric(self, other: Signature) -> bool:
+        """Whether both describe the same metric definition (run settings aside)."""
+        return self.name == other.name and self.options == other.options
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        """Read a rendered signature back (report.json written before signatures were models):
+        a trailing ``ci:...`` and the ``seed:...`` after it are the run part."""
+        parts = _PART.findall(text)
+        name = parts[0] if parts else ""
+        options: dict[str, str] = {}
+        run: dict[str, str] = {}
+        target = options
+        for part in parts[1:]:
+            key, _, value = part.partition(":")
+            if key == "ci":
+                target = run
+            target[key] = value
+        return cls(name=name, options=options, run=run)
+
+
+class FailureKind(str, Enum):
+    ERROR = "error"  # the computation or the judge call failed
+    UNSCORED = "unscored"  # the judge replied, but no 1-5 verdict could be read from it
+    MISSING_INPUT = "missing_input"  # the sample lacks a field the metric needs
+
+
+class Failure(BaseModel):
+    """Why a sample has no value for a metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FailureKind = FailureKind.ERROR
+    message: str
+
+    def text(self) -> str:
+        """One line for a person: the message, prefixed ``unscored:`` for an unscored verdict."""
+        return f"unscored: {self.message}" if self.kind is FailureKind.UNSCORED else self.message
+
+
+class Judgment(BaseModel):
+    """One judge verdict for one sample and rubric. ``score`` is None when unscored or failed
+    (``reason`` says why); the optional fields appear only where the scoring mode fills them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float | None
+    reason: str = ""
+    raw: str = ""  # the judge's last reply, verbatim
+    attempts: int = 1  # requests made for this verdict (1 + re-asks)
+    cached: bool = False
+    probs: dict[str, float] | None = None  # distribution over "1".."5" (logprobs or local)
+    verdict: int | None = None  # the stated score, where ``score`` is probability-weighted
+    scores: list[float] | None = None  # the n sampled verdicts (n > 1)
+    spread: float | None = None  # their population standard deviation
+    unscored_choices: int | None = None  # sampled choices that could not be read
+    rank: int | None = None  # per-context judgments: the context's 1-based rank ...
+    id: str | None = None  # ... and its id
+    contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Absent extras are left out of report.json; score and reason are always there.
+        data: dict[str, Any] = handler(self)
+        keep = {"score", "reason"}
+        return {k: v for k, v in data.items() if v is not None or k in keep}
 
 
 class MetricSummary(BaseModel):
-    """Aggregate of one metric. ``n`` counts scored samples; ``errors`` those that failed."""
+    """Aggregate of one metric. ``n`` counts scored samples; ``errors`` those that failed,
+    ``unscored`` of them judge replies that could not be read as a verdict."""
 
     mean: float | None
     ci_low: float | None = None
     ci_high: float | None = None
     n: int
     errors: int = 0
-    unscored: int = 0  # of the errors, judge replies that could not be read as a 1-5 verdict
+    unscored: int = 0
     aggregate: str = "mean"
+    kind: MetricKind = MetricKind.CUSTOM
+    scale: tuple[float, float | None] = (0.0, 1.0)
+    normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
 
 
 class SampleResult(BaseModel):
+    """One sample's scores, failures and judgments, and the sample as it was evaluated (with a
+    target, the target's answer and contexts, not the dataset's)."""
+
     id: str
     scores: dict[str, float | None] = Field(default_factory=dict)
-    errors: dict[str, str] = Field(default_factory=dict)
-    judgments: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    errors: dict[str, Failure] = Field(default_factory=dict)
+    judgments: dict[str, Judgment] = Field(default_factory=dict)
+    sample: Sample | None = None
+
+    @field_validator("errors", mode="before")
+    @classmethod
+    def _legacy_errors(cls, value: Any) -> Any:
+        # report.json written before failures were typed holds plain strings.
+        if isinstance(value, dict):
+            return {m: _legacy_failure(e) if isinstance(e, str) else e for m, e in value.items()}
+        return value
+
+
+def _legacy_failure(text: str) -> Failure:
+    if text.startswith("unscored: "):
+        return Failure(kind=FailureKind.UNSCORED, message=text.removeprefix("unscored: "))
+    return Failure(message=text)
 
 
 class Report(BaseModel):
@@ -44,11 +233,18 @@ class Report(BaseModel):
 
     summary: dict[str, MetricSummary]
     samples: list[SampleResult]
-    signatures: dict[str, str]
+    signatures: dict[str, Signature]
     usage: Usage = Field(default_factory=Usage)
     config: dict[str, Any] = Field(default_factory=dict)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
     rag_judge_version: str = __version__
+
+    @field_validator("signatures", mode="before")
+    @classmethod
+    def _legacy_signatures(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {m: Signature.parse(s) if isinstance(s, str) else s for m, s in value.items()}
+        return value
 
     @classmethod
     def load(cls, path: str | Path) -> Report:
@@ -66,64 +262,20 @@ class Report(BaseModel):
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
-    def write(
-        self, out_dir: str | Path, samples: Sequence[Sample] | None = None
-    ) -> dict[str, Path]:
-        """Write report.json, report.md and report.html into ``out_dir``; returns the paths.
+    def column(self, metric: str) -> dict[str, float | None]:
+        """Sample id -> value of ``metric`` (None where it failed or is absent)."""
+        return {s.id: s.scores.get(metric) for s in self.samples}
 
-        With the dataset's ``samples``, the HTML drill-down also shows each question, answer,
-        references and contexts.
-        """
-        from rag_judge.report.html import write_html  # html_report imports this module
-
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {"json": out / "report.json", "md": out / "report.md"}
-        _atomic_write(paths["json"], self.to_json() + "\n")
-        _atomic_write(paths["md"], self.to_markdown())
-        paths["html"] = write_html(self, out / "report.html", samples)
-        return paths
-
-    def to_markdown(self) -> str:
-        name = self.config.get("name", "rag-judge report")
-        lines = [
-            f"# {name}",
-            "",
-            f"{len(self.samples)} samples · rag-judge {self.rag_judge_version} · {self.created}",
-            "",
-            self.summary_table(),
-            "",
+    def judge_rubrics(self) -> list[str]:
+        """The judge metrics on their own 1-5 scale (not their normalised twins)."""
+        return [
+            m
+            for m, s in self.summary.items()
+            if s.kind is MetricKind.JUDGE and s.normalises is None
         ]
-        failed = [(s.id, m, e) for s in self.samples for m, e in s.errors.items()]
-        if failed:
-            lines += ["## Errors", "", f"{len(failed)} metric values could not be computed:", ""]
-            lines += [f"- `{sid}` · {metric}: {msg}" for sid, metric, msg in failed[:50]]
-            if len(failed) > 50:
-                lines.append(f"- … and {len(failed) - 50} more (see report.json)")
-            lines.append("")
-        lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
-        lines += [f"| {m} | `{_cell(s)}` |" for m, s in self.signatures.items()]
-        return "\n".join(lines) + "\n"
 
-    def summary_table(self) -> str:
-        conf = self.config.get("bootstrap", {}).get("confidence", 0.95)
-        head = f"| metric | mean | {conf:.0%} CI | n | errors | unscored | aggregate |"
-        rows = [head, "|---|---:|---:|---:|---:|---:|---|"]
-        for metric, s in self.summary.items():
-            ci = f"[{s.ci_low:.4f}, {s.ci_high:.4f}]" if s.ci_low is not None else "–"
-            mean = f"{s.mean:.4f}" if s.mean is not None else "–"
-            rows.append(
-                f"| {metric} | {mean} | {ci} | {s.n} | {s.errors} | {s.unscored} | {s.aggregate} |"
-            )
-        return "\n".join(rows)
-
-
-def _cell(text: str) -> str:
-    """Escape a pipe so a signature stays inside its Markdown table cell."""
-    return text.replace("|", "\\|")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    @property
+    def confidence(self) -> float:
+        """The interval level the summary's bounds were computed at."""
+        boot = self.config.get("bootstrap")
+        return float(boot.get("confidence", 0.95)) if isinstance(boot, dict) else 0.95

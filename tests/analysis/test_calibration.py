@@ -17,12 +17,11 @@ from rag_judge.analysis.calibration import (
     krippendorff_alpha_interval,
     load_labels,
     quadratic_kappa,
-    render_markdown,
     spearman,
 )
-from rag_judge.cli.calibrate import add_parser
+from rag_judge.cli.calibrate import add_parser, render_markdown
 from rag_judge.errors import DataError
-from rag_judge.report.model import MetricSummary, Report, SampleResult
+from rag_judge.report.model import MetricKind, MetricSummary, Report, SampleResult
 
 try:
     from scipy.stats import rankdata, spearmanr
@@ -61,8 +60,8 @@ def judge_report(scores: dict[str, list[float | None]], ids: list[str] | None = 
     ]
     summary = {}
     for m in scores:
-        summary[m] = MetricSummary(mean=3.0, n=n)
-        summary[f"{m}_norm"] = MetricSummary(mean=0.5, n=n)
+        summary[m] = MetricSummary(mean=3.0, n=n, kind=MetricKind.JUDGE, scale=(1, 5))
+        summary[f"{m}_norm"] = MetricSummary(mean=0.5, n=n, kind=MetricKind.JUDGE, normalises=m)
     return Report(summary=summary, samples=samples, signatures={})
 
 
@@ -121,11 +120,20 @@ def test_pairing_skips_unscored_and_unknown_ids() -> None:
     assert (result.n, result.unpaired, result.exact) == (2, 2, 1.0)
 
 
-def test_norm_scores_are_refused() -> None:
+def test_normalised_twins_and_other_kinds_are_refused() -> None:
     report = judge_report({"r": [4.0]})
     report.samples[0].scores["r_norm"] = 0.75
-    with pytest.raises(DataError, match=r"score 0.75 is outside 1-5"):
+    with pytest.raises(DataError, match=r"'r_norm' restates the judge rubric 'r' on \[0, 1\]"):
         calibrate(report, {"q0": {"r_norm": 4}})
+    report.summary["ndcg@3"] = MetricSummary(mean=0.5, n=1, kind=MetricKind.RETRIEVAL)
+    with pytest.raises(DataError, match=r"'ndcg@3' is a retrieval metric, not a judge rubric; the "
+                       r"report's judge rubrics: r$"):  # fmt: skip
+        calibrate(report, {"q0": {"ndcg@3": 4}})
+    # a metric of no declared kind (an older report.json) is checked by its values
+    report.summary["x"] = MetricSummary(mean=0.75, n=1)
+    report.samples[0].scores["x"] = 0.75
+    with pytest.raises(DataError, match=r"score 0.75 is outside 1-5"):
+        calibrate(report, {"q0": {"x": 4}})
 
 
 @settings(max_examples=60, deadline=None)

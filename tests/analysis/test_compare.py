@@ -13,10 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_judge.analysis.compare import CompareOptions, compare_pairs, compare_reports
-from rag_judge.cli.compare import add_parser
+from rag_judge.analysis.compare import (
+    CompareOptions,
+    compare_all,
+    compare_pairs,
+    compare_reports,
+    compare_runs,
+)
+from rag_judge.cli.compare import add_parser, render_markdown, render_table
 from rag_judge.errors import ConfigError, DataError
-from rag_judge.report.model import MetricSummary, Report, SampleResult
+from rag_judge.report import write_report
+from rag_judge.report.model import MetricSummary, Report, SampleResult, Signature
 from rag_judge.stats import adjust_pvalues, sign_flip_pvalue
 
 BLEU_AGG = "corpus BLEU (per-sample: sentence BLEU)"
@@ -33,11 +40,12 @@ def make_report(
         for m in metrics
     }
     samples = [SampleResult(id=i, scores=s) for i, s in scores.items()]
-    return Report(summary=summary, samples=samples, signatures=signatures or {})
+    signed = {m: Signature.parse(text) for m, text in (signatures or {}).items()}
+    return Report(summary=summary, samples=samples, signatures=signed)
 
 
 def write(tmp_path: Path, name: str, report: Report) -> str:
-    report.write(tmp_path / name)
+    write_report(report, tmp_path / name)
     return str(tmp_path / name / "report.json")
 
 
@@ -211,6 +219,49 @@ def test_metric_without_pairs_has_no_statistics() -> None:
     new = make_report({"a": {"x": 0.2}, "b": {"x": None}})
     mc = compare_reports(base, new).metrics["x"]
     assert (mc.n, mc.missing, mc.diff, mc.p_value, mc.ci_low) == (0, 2, None, None, None)
+
+
+def test_a_judge_seed_option_is_a_different_metric_but_the_run_seed_is_not() -> None:
+    """Regression: the judge's own sampling seed is an option of the metric, and differs even
+    though the run's interval seed (the signature's run part) is the same on both sides."""
+    run = {"ci": "bootstrap-1000@0.95", "seed": "0"}
+    judge = {"model": "stub", "n": "5", "temperature": "0.7"}
+
+    def signed(judge_seed: str, ci_seed: str = "0") -> Report:
+        report = make_report({"a": {"faithfulness": 4.0}, "b": {"faithfulness": 3.0}})
+        options = {**judge, "seed": judge_seed}
+        sig = Signature(name="faithfulness", options=options, run={**run, "seed": ci_seed})
+        return report.model_copy(update={"signatures": {"faithfulness": sig}})
+
+    assert compare_reports(signed("0"), signed("7")).metrics["faithfulness"].signature_differs
+    assert (
+        not compare_reports(signed("0"), signed("0", ci_seed="3"))
+        .metrics["faithfulness"]
+        .signature_differs
+    )
+    # the same through report.json, whose signatures are rendered strings
+    legacy = Report.model_validate_json(signed("7").to_json())
+    assert compare_reports(signed("0"), legacy).metrics["faithfulness"].signature_differs
+
+
+def test_reports_in_memory_and_on_disk_give_the_same_result(tmp_path: Path) -> None:
+    base = make_report({f"q{i}": {"x": v} for i, v in enumerate(BASE)})
+    new = make_report({f"q{i}": {"x": v + 0.05} for i, v in enumerate(BASE)})
+    paths = write(tmp_path, "base", base), write(tmp_path, "new", new)
+    in_memory = compare_all(base, [(paths[1], new)], correction="holm", base_label=paths[0])
+    on_disk = compare_runs(paths[0], [paths[1]], correction="holm")
+    assert in_memory == on_disk
+    mc = in_memory.comparisons[0].metrics["x"]
+    assert (mc.n, mc.diff, mc.p_value) == (10, pytest.approx(0.05), 2 / 1024)
+    assert render_table(in_memory) == render_table(on_disk)
+    assert "| x | 10 |" in render_markdown(in_memory)
+
+
+def test_missing_values_render_as_one_glyph() -> None:
+    base = make_report({"a": {"x": None}})
+    result = compare_all(base, [("NEW", make_report({"a": {"x": 0.5}}))], correction="bh")
+    row = render_table(result).splitlines()[2].split()
+    assert row == ["x", "0", "–", "–", "–", "–", "–", "–", "1"]
 
 
 def test_duplicate_sample_ids_are_an_error() -> None:

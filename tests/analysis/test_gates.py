@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rag_judge.analysis.gates import check_gates, parse_threshold
+from rag_judge.analysis.gates import RegressionRule, check_gates, parse_threshold
 from rag_judge.cli.gate import add_parser
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.pipeline import summarize
-from rag_judge.report.model import MetricSummary, Report, SampleResult
+from rag_judge.report.model import Failure, MetricSummary, Report, SampleResult, Signature
 
 
 def make_report(scores: dict[str, list[float | None]]) -> Report:
@@ -23,12 +24,14 @@ def make_report(scores: dict[str, list[float | None]]) -> Report:
         SampleResult(
             id=f"s{i}",
             scores={m: v[i] for m, v in scores.items()},
-            errors={m: "failed" for m, v in scores.items() if v[i] is None},
+            errors={m: Failure(message="failed") for m, v in scores.items() if v[i] is None},
         )
         for i in range(n)
     ]
     summary = {m: summarize(v, resamples=200, confidence=0.95, seed=0) for m, v in scores.items()}
-    return Report(summary=summary, samples=samples, signatures={m: m for m in scores})
+    return Report(
+        summary=summary, samples=samples, signatures={m: Signature(name=m) for m in scores}
+    )
 
 
 def summary_report(entries: dict[str, dict[str, float | int | None]]) -> Report:
@@ -36,14 +39,18 @@ def summary_report(entries: dict[str, dict[str, float | int | None]]) -> Report:
     return Report(summary=summary, samples=[], signatures={})
 
 
+RUBRIC = {"kind": "judge", "scale": (1, 5)}
 REPORT = summary_report(
     {
-        "ndcg@10": {"mean": 0.58124, "ci_low": 0.51, "ci_high": 0.65, "n": 10},
+        "ndcg@10": {"mean": 0.58124, "ci_low": 0.51, "ci_high": 0.65, "n": 10,
+                    "kind": "retrieval"},
         "faithfulness": {"mean": 4.1, "ci_low": 3.8, "ci_high": 4.4, "n": 8, "errors": 2,
-                         "unscored": 1},
-        "faithfulness_norm": {"mean": 0.775, "n": 8, "errors": 2, "unscored": 1},
-        "correctness": {"mean": 3.0, "n": 9, "errors": 1, "unscored": 1},
-        "correctness_norm": {"mean": 0.5, "n": 9, "errors": 1, "unscored": 1},
+                         "unscored": 1, **RUBRIC},
+        "faithfulness_norm": {"mean": 0.775, "n": 8, "errors": 2, "unscored": 1, "kind": "judge",
+                              "normalises": "faithfulness"},
+        "correctness": {"mean": 3.0, "n": 9, "errors": 1, "unscored": 1, **RUBRIC},
+        "correctness_norm": {"mean": 0.5, "n": 9, "errors": 1, "unscored": 1, "kind": "judge",
+                             "normalises": "correctness"},
         "empty": {"mean": None, "n": 0, "errors": 3},
     }
 )  # fmt: skip
@@ -71,8 +78,8 @@ def test_every_operator(op: str, bound: float, ok: bool) -> None:
 
 
 def test_unscored_rate_and_error_rate() -> None:
-    # rubrics: faithfulness (1 unscored of 8+2) and correctness (1 of 9+1); the _norm twins and
-    # ndcg@10 (no _norm) are not counted: 2 / 20.
+    # rubrics: faithfulness (1 unscored of 8+2) and correctness (1 of 9+1); their normalised
+    # twins and ndcg@10 (not a judge metric) are not counted: 2 / 20.
     result = check_gates(REPORT, {"unscored_rate": "<= 0.02"})
     assert result.failures[0].value == pytest.approx(0.1)
     assert result.render().splitlines()[0] == "FAIL unscored_rate = 0.1000 (needs <= 0.02)"
@@ -86,6 +93,22 @@ def test_unscored_rate_without_rubrics_fails_with_a_reason() -> None:
     report = summary_report({"ndcg@10": {"mean": 0.7, "n": 3}})
     (failure,) = check_gates(report, {"unscored_rate": "<= 0.02"}).failures
     assert "no judge rubric" in failure.message
+
+
+def test_unscored_rate_reads_kinds_not_names() -> None:
+    # A judge rubric whose twin is not called "<rubric>_norm" counts; a "_norm" name that is
+    # not a judge's twin is not a rubric.
+    report = summary_report(
+        {
+            "verdict": {"mean": 3.0, "n": 3, "errors": 1, "unscored": 1, **RUBRIC},
+            "verdict01": {"mean": 0.5, "n": 3, "errors": 1, "unscored": 1, "kind": "judge",
+                          "normalises": "verdict"},
+            "recall": {"mean": 0.5, "n": 4},
+            "recall_norm": {"mean": 0.5, "n": 4, "unscored": 4},
+        }
+    )  # fmt: skip
+    (check,) = check_gates(report, {"unscored_rate": "<= 1"}).checked
+    assert check.value == pytest.approx(1 / 4)
 
 
 def test_interval_bounds() -> None:
@@ -134,22 +157,24 @@ def regression_pair(diffs: list[float]) -> tuple[Report, Report]:
 
 def test_regression_without_significance() -> None:
     new, base = regression_pair([-0.03] * 20)
-    result = check_gates(new, {}, baseline=base, max_drop=0.02)
+    result = check_gates(new, {}, RegressionRule(base, max_drop=0.02))
     (failure,) = result.failures
     assert failure.kind == "regression"
     assert failure.bound == pytest.approx(0.635 - 0.02)
     assert failure.message == "m = 0.6050 (baseline 0.6350, max_drop 0.02: dropped 0.0300)"
-    assert check_gates(new, {}, baseline=base, max_drop=0.03 + 1e-9).passed
-    assert check_gates(base, {}, baseline=new, max_drop=0.0).passed  # an improvement
+    assert check_gates(new, {}, RegressionRule(base, max_drop=0.03 + 1e-9)).passed
+    assert check_gates(base, {}, RegressionRule(new, max_drop=0.0)).passed  # an improvement
     # lower is better: the same change is an improvement, the reverse a regression.
-    assert check_gates(new, {}, baseline=base, max_drop=0.02, lower_is_better=["m"]).passed
-    assert not check_gates(base, {}, baseline=new, max_drop=0.02, lower_is_better=["m"]).passed
+    assert check_gates(new, {}, RegressionRule(base, max_drop=0.02, lower_is_better=["m"])).passed
+    assert not check_gates(
+        base, {}, RegressionRule(new, max_drop=0.02, lower_is_better=["m"])
+    ).passed
 
 
 def test_large_but_noisy_drop_is_not_significant() -> None:
     new, base = regression_pair([-1.1, 0.9] * 10)  # mean change -0.1, sd 1
-    assert not check_gates(new, {}, baseline=base, max_drop=0.02).passed
-    result = check_gates(new, {}, baseline=base, max_drop=0.02, significant_only=True)
+    assert not check_gates(new, {}, RegressionRule(base, max_drop=0.02)).passed
+    result = check_gates(new, {}, RegressionRule(base, max_drop=0.02, significant_only=True))
     assert result.passed
     assert (
         "dropped 0.1000, not significant: paired 95% CI of the change ["
@@ -160,33 +185,46 @@ def test_large_but_noisy_drop_is_not_significant() -> None:
 def test_large_consistent_drop_is_significant() -> None:
     rng = np.random.default_rng(1)
     new, base = regression_pair(list(-0.1 + rng.uniform(-0.01, 0.01, 20)))
-    result = check_gates(new, {}, baseline=base, max_drop=0.02, significant_only=True)
+    result = check_gates(new, {}, RegressionRule(base, max_drop=0.02, significant_only=True))
     (failure,) = result.failures
     assert ", significant: paired 95% CI of the change [-0.1" in failure.message
     assert failure.message.endswith("n=20)")
     # same seed, same verdict and message
-    again = check_gates(new, {}, baseline=base, max_drop=0.02, significant_only=True)
+    again = check_gates(new, {}, RegressionRule(base, max_drop=0.02, significant_only=True))
     assert again.failures[0].message == failure.message
 
 
 def test_regression_pairs_by_sample_id_and_selected_metrics() -> None:
     new = make_report({"a": [0.1, 0.2, 0.3], "b": [0.0, 0.0, 0.0]})
     base = make_report({"a": [0.1, 0.2, 0.3], "b": [0.9, 0.9, 0.9], "c": [1.0, 1.0, 1.0]})
-    assert [f.metric for f in check_gates(new, {}, baseline=base, max_drop=0.0).failures] == ["b"]
-    assert check_gates(new, {}, baseline=base, max_drop=0.0, metrics=["a"]).passed
-    (failure,) = check_gates(new, {}, baseline=base, max_drop=0.0, metrics=["c"]).failures
+    assert [
+        f.metric for f in check_gates(new, {}, RegressionRule(base, max_drop=0.0)).failures
+    ] == ["b"]
+    assert check_gates(new, {}, RegressionRule(base, max_drop=0.0, metrics=["a"])).passed
+    (failure,) = check_gates(new, {}, RegressionRule(base, max_drop=0.0, metrics=["c"])).failures
     assert failure.message == "c: not in the report (regression gate)"
     # a reordered new report pairs the same ids
     shuffled = new.model_copy(update={"samples": new.samples[::-1]})
-    result = check_gates(shuffled, {}, baseline=base, max_drop=0.0, significant_only=True)
+    result = check_gates(shuffled, {}, RegressionRule(base, max_drop=0.0, significant_only=True))
     assert [f.metric for f in result.failures] == ["b"]
 
 
-def test_baseline_and_max_drop_go_together() -> None:
-    with pytest.raises(ConfigError, match="both a baseline report and max_drop"):
-        check_gates(REPORT, {}, max_drop=0.02)
+def test_a_significant_rise_of_a_lower_is_better_metric_fails() -> None:
+    rng = np.random.default_rng(1)
+    up, base = regression_pair(list(0.1 + rng.uniform(-0.01, 0.01, 20)))
+    rule = RegressionRule(base, max_drop=0.02, significant_only=True, lower_is_better=["m"])
+    (failure,) = check_gates(up, {}, rule).failures
+    assert ", significant: paired 95% CI of the change [+0.09" in failure.message
+    assert failure.op == "<=" and failure.bound == pytest.approx(0.635 + 0.02)
+    noisy, base = regression_pair([1.1, -0.9] * 10)  # a rise of 0.1, but noisy
+    assert check_gates(noisy, {}, replace(rule, baseline=base)).passed
+
+
+def test_max_drop_is_validated() -> None:
     with pytest.raises(ConfigError, match="max_drop must be a finite number >= 0"):
-        check_gates(REPORT, {}, baseline=REPORT, max_drop=-1)
+        RegressionRule(REPORT, max_drop=-1)
+    with pytest.raises(ConfigError, match="max_drop must be a finite number >= 0"):
+        RegressionRule(REPORT, max_drop=float("nan"))
 
 
 # ---- command line ----------------------------------------------------------------------------

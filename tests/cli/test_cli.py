@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from rag_judge.cli import main
+from rag_judge.evaluators.base import DryRun
 from tests import REPO
 
 
@@ -112,7 +114,10 @@ def test_run_with_a_bad_dataset_override(tmp_path: Path, capsys) -> None:
 
 def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) -> None:
     assert main(["run", "configs/demo.yaml", "--dry-run", "--out", str(tmp_path)]) == 0
-    line = capsys.readouterr().out.strip().splitlines()[-1]
+    lines = capsys.readouterr().out.strip().splitlines()
+    # one line per evaluator that would call a model: only the judge (the others return None)
+    assert [ln.split(":")[0] for ln in lines] == ["evaluators[4] (judge)"]
+    line = lines[-1]
     assert line.startswith("evaluators[4] (judge): ")
     estimate = json.loads(line.split(": ", 1)[1])
     # 30 samples x 4 single-request rubrics + one request per retrieved context
@@ -120,6 +125,7 @@ def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) 
                    (REPO / "configs/data/demo.jsonl").read_text().splitlines())  # fmt: skip
     assert estimate["prompts"] == 30 * 4 + contexts
     assert estimate["prompt_tokens_estimate"] > 0
+    assert set(estimate) == {f.name for f in fields(DryRun)}
     assert not (tmp_path / "report.json").exists()
 
 

@@ -7,17 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from rag_judge import (
-    DataError,
-    Sample,
+from rag_judge.data.jsonl import read_jsonl, write_jsonl
+from rag_judge.data.sample import Sample
+from rag_judge.data.trec import (
     qrels_from_samples,
-    read_jsonl,
     read_qrels,
     read_run,
     run_from_samples,
     samples_from_trec,
-    write_jsonl,
 )
+from rag_judge.errors import DataError
 
 GOOD = {
     "id": "q1",

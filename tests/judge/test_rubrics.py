@@ -194,7 +194,13 @@ def test_yaml_rubric_loads_and_renders_with_its_examples(tmp_path: Path) -> None
     assert "EXAMPLE 1 ANSWER" in user.content
     assert 'Verdict: {"reason": "Dismissive and rude.", "score": 1}' in user.content
     # Example sections do not shadow the graded ones.
-    assert parse_sections(user.content) == {"QUESTION": FULL.question, "ANSWER": FULL.answer}
+    # (one grammar: the parser reads every section, each under its own name)
+    assert parse_sections(user.content) == {
+        "EXAMPLE 1 QUESTION": "Where is my order?",
+        "EXAMPLE 1 ANSWER": "Figure it out yourself.",
+        "QUESTION": FULL.question,
+        "ANSWER": FULL.answer,
+    }
     assert resolve_rubrics([str(path), "fluency"])[0] == rubric
 
 
@@ -292,3 +298,28 @@ def test_missing_and_broken_templates() -> None:
     rubric = BUILTIN_RUBRICS["fluency"].model_copy(update={"template": "nope.j2"})
     with pytest.raises(PromptError, match=r"'nope\.j2' not found"):
         PromptRenderer().load(rubric)
+
+
+def test_builtin_rubrics_are_data_in_the_shipped_prompts_folder() -> None:
+    from rag_judge.judge.rubrics import BUILTIN_FILE
+    from rag_judge.resources import resource_dir
+
+    path = resource_dir("prompts") / BUILTIN_FILE
+    assert path == REPO / "prompts" / "rubrics.yaml" and path.is_file()
+    assert [r.name for r in load_rubrics(path)] == list(BUILTIN_RUBRICS)
+    # The wheel ships the whole prompts/ folder (rubrics.yaml with the templates).
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"prompts" = "rag_judge/_resources/prompts"' in pyproject
+
+
+def test_check_specs_reads_no_file(tmp_path: Path) -> None:
+    from rag_judge.judge.rubrics import check_specs
+
+    # Files are only named, not read: a missing one passes here and fails on resolving.
+    check_specs(["fluency", str(tmp_path / "missing.yaml"), str(tmp_path / "missing.j2")])
+    with pytest.raises(ConfigError, match="rubric file not found"):
+        resolve_rubrics([str(tmp_path / "missing.yaml")])
+    with pytest.raises(ConfigError, match="unknown rubric 'nope'"):
+        check_specs(["nope"])
+    with pytest.raises(ConfigError, match="rubric name used twice: fluency"):
+        check_specs(["fluency", BUILTIN_RUBRICS["fluency"]])

@@ -9,15 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_judge.judge.asking import reask_message
+from rag_judge.judge.preference import PAIRWISE_SHAPE
 from rag_judge.judge.verdicts import (
     VERDICT_SCHEMA,
+    VERDICT_SHAPE,
     JudgeVerdict,
     Reading,
     Unscored,
     normalise_probs,
     parse_verdict,
     read_completion,
-    reask_message,
     score_probs_from_logprobs,
     weighted_score,
 )
@@ -94,8 +96,16 @@ def test_score_span_points_at_the_score_digit() -> None:
 def test_schema_and_reask_message() -> None:
     assert VERDICT_SCHEMA["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
     assert VERDICT_SCHEMA["required"] == ["reason", "score"]
-    msg = reask_message("score 7 is outside the 1-5 scale")
+    msg = reask_message("score 7 is outside the 1-5 scale", VERDICT_SHAPE)
     assert "score 7 is outside the 1-5 scale" in msg and '"score": <integer 1-5>' in msg
+    assert msg == (
+        "Your previous reply could not be used: score 7 is outside the 1-5 scale. Reply again "
+        'with only a JSON object of the form {"reason": "<one or two sentences>", "score": '
+        "<integer 1-5>} and nothing else."
+    )
+    # One message, parameterised by the JSON shape: the pairwise re-ask asks for a winner.
+    pairwise = reask_message("empty reply", PAIRWISE_SHAPE)
+    assert pairwise.endswith('"winner": "1" | "2" | "tie"} and nothing else.')
 
 
 @settings(max_examples=300, deadline=None)

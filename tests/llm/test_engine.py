@@ -6,6 +6,8 @@ import asyncio
 import json
 import random
 import sqlite3
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rag_judge.errors import ConfigError
-from rag_judge.llm import ClientConfig, make_client, make_engine
+from rag_judge.llm import PROVIDERS, ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.engine import JudgeEngine
@@ -59,7 +61,10 @@ class ScriptedClient:
 
     provider = "test"
     model = "scripted"
-    base_url = None
+    base_url: str | None = None
+    scores_labels = False
+    supports_logprobs = False
+    cancellable = True
 
     def __init__(
         self, plan: dict[str, list[LLMError]] | None = None, clock: FakeClock | None = None
@@ -263,16 +268,15 @@ def test_every_request_is_accounted_for_in_order(kinds: list[str]) -> None:
 
 
 def test_cache_serves_a_rerun_and_identical_requests(tmp_path: Path) -> None:
-    cache = SqliteCache(tmp_path / "cache.sqlite")
     client = StubClient(fixed(4))
     requests = [req(f"q{i}") for i in range(5)] + [req("q0")]
-    first = JudgeEngine(client, cache=cache)
-    results = asyncio.run(first.run(requests))
+    with JudgeEngine(client, cache=tmp_path / "cache.sqlite") as first:
+        results = asyncio.run(first.run(requests))
     assert client.calls == 5
     assert first.usage.requests == 5 and first.usage.cache_hits == 1
     assert results[5].cached and not results[0].cached  # type: ignore[union-attr]
-    second = JudgeEngine(client, cache=SqliteCache(tmp_path / "cache.sqlite"))
-    again = asyncio.run(second.run(requests))
+    with JudgeEngine(client, cache=tmp_path / "cache.sqlite") as second:
+        again = asyncio.run(second.run(requests))
     assert client.calls == 5  # nothing sent
     assert second.usage.requests == 0 and second.usage.cache_hits == 6
     assert all(isinstance(r, Completion) and r.cached for r in again)
@@ -295,12 +299,12 @@ def test_identical_requests_share_one_call_across_chunks(delay: float) -> None:
 
 
 def test_failures_are_not_cached(tmp_path: Path) -> None:
-    cache = SqliteCache(tmp_path / "c.sqlite")
     client = ScriptedClient({"a": [LLMError("nope")]})
-    asyncio.run(JudgeEngine(client, cache=cache).run([req("a")]))
-    assert len(cache) == 0
-    (result,) = asyncio.run(JudgeEngine(client, cache=cache).run([req("a")]))
-    assert isinstance(result, Completion) and len(cache) == 1
+    with SqliteCache(tmp_path / "c.sqlite") as cache:
+        asyncio.run(JudgeEngine(client, cache=cache).run([req("a")]))
+        assert len(cache) == 0
+        (result,) = asyncio.run(JudgeEngine(client, cache=cache).run([req("a")]))
+        assert isinstance(result, Completion) and len(cache) == 1
 
 
 def test_store_commits_off_the_loop_before_it_returns(tmp_path: Path) -> None:
@@ -331,17 +335,19 @@ def test_a_cache_that_cannot_write_costs_a_rerun_not_the_run(
         async def store(self, key: str, completion: Completion) -> None:
             raise sqlite3.OperationalError("database or disk is full")
 
-    engine = JudgeEngine(StubClient(fixed(4)), cache=FullDisk(tmp_path / "c.sqlite"))
-    with caplog.at_level("WARNING"):
-        results = asyncio.run(engine.run([req("b"), req("c")]))
+    with FullDisk(tmp_path / "c.sqlite") as cache, caplog.at_level("WARNING"):
+        results = asyncio.run(
+            JudgeEngine(StubClient(fixed(4)), cache=cache).run([req("b"), req("c")])
+        )
     assert all(isinstance(r, Completion) for r in results)
     assert caplog.text.count("could not cache a completion: database or disk is full") == 2
 
 
 def test_usage_cost_and_dry_run(tmp_path: Path) -> None:
-    cache = SqliteCache(tmp_path / "c.sqlite")
     client = ScriptedClient()
-    engine = JudgeEngine(client, cache=cache, prompt_price_per_1k=0.5, completion_price_per_1k=2.0)
+    engine = JudgeEngine(
+        client, cache=tmp_path / "c.sqlite", prompt_price_per_1k=0.5, completion_price_per_1k=2.0
+    )
     requests = [
         req("x" * 400, max_tokens=100),
         req("y" * 40, max_tokens=100),
@@ -361,6 +367,7 @@ def test_usage_cost_and_dry_run(tmp_path: Path) -> None:
     assert engine.usage.prompt_tokens == 20 and engine.usage.completion_tokens == 4
     assert engine.usage.cost == pytest.approx((20 * 0.5 + 4 * 2.0) / 1000)
     assert engine.dry_run(requests)["requests"] == 0
+    engine.close()
     assert JudgeEngine(client).usage.cost is None
 
 
@@ -486,9 +493,10 @@ def test_client_config_builds_each_provider(
     assert isinstance(client, OpenAIClient) and client.base_url is None
     assert isinstance(make_client(ClientConfig(provider="local")), LocalClient)
     config = ClientConfig(concurrency=3, rpm=100, max_attempts=2, timeout=5)
-    engine = make_engine(config, cache=tmp_path / "c.sqlite")
-    assert (engine.concurrency, engine.rpm, engine.max_attempts) == (3, 100, 2)
-    assert engine.timeout == 6.0 and isinstance(engine.cache, SqliteCache)
+    with make_engine(config, cache=tmp_path / "c.sqlite") as engine:
+        assert (engine.concurrency, engine.rpm, engine.max_attempts) == (3, 100, 2)
+        assert engine.timeout == 6.0 and isinstance(engine.cache, SqliteCache)
+    # A local model call cannot be abandoned (LocalClient.cancellable): no engine timeout.
     assert make_engine(ClientConfig(provider="local")).timeout is None
 
 
@@ -499,7 +507,169 @@ def test_client_config_errors_name_the_problem_and_hide_inputs() -> None:
     assert "should-not-echo" not in str(info.value)
     with pytest.raises(ValidationError, match="needs a model name"):
         ClientConfig(provider="openai")
-    with pytest.raises(ValidationError, match="'openai', 'local' or 'stub'"):
-        ClientConfig(provider="anthropic")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError) as refused:
+        ClientConfig(provider="anthropic")
+    assert "provider 'anthropic' is not registered: expected one of 'local', 'openai', 'stub'" in (
+        str(refused.value)
+    )
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         ClientConfig(concurrency=0)
+
+
+# ---- provider registry -------------------------------------------------------------------
+
+
+class EchoClient:
+    """A provider from outside the package: replies with its model name and the prompt."""
+
+    provider = "echo"
+    base_url = None
+    scores_labels = False
+    supports_logprobs = False
+    cancellable = True
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.closed = 0
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        return Completion(choices=[f"{self.model}: {request.messages[-1].content}"])
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+@pytest.fixture
+def echo_provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EchoClient]]:
+    made: list[EchoClient] = []
+
+    def load_echo(config: ClientConfig) -> EchoClient:
+        made.append(EchoClient(config.model or "echo-1"))
+        return made[-1]
+
+    monkeypatch.setitem(PROVIDERS, "echo", load_echo)
+    yield made
+
+
+def test_a_registered_provider_is_named_in_a_config(
+    echo_provider: list[EchoClient], tmp_path: Path
+) -> None:
+    config = ClientConfig.model_validate({"provider": "echo", "model": "echo-2", "timeout": 3})
+    client = make_client(config)
+    assert isinstance(client, EchoClient) and client.model == "echo-2"
+    with make_engine(config, cache=tmp_path / "c.sqlite") as engine:
+        results = engine.run_sync([req("a"), req("b")])
+        assert engine.timeout == 4.0  # cancellable: the engine's backstop over the timeout
+    assert [r.text for r in results] == ["echo-2: a", "echo-2: b"]
+    assert engine.usage.requests == 2
+    # run_sync closed the connections of its loop, and closing the engine did once more.
+    assert echo_provider[-1].closed == 2
+
+
+def test_an_unknown_provider_is_refused_naming_the_legal_set(
+    echo_provider: list[EchoClient],
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        ClientConfig(provider="anthropic")
+    assert "provider 'anthropic' is not registered" in str(refused.value)
+    assert "expected one of 'echo', 'local', 'openai', 'stub'" in str(refused.value)
+    # Validated while registered, looked up again when the client is made.
+    config = ClientConfig(provider="echo")
+    del PROVIDERS["echo"]
+    with pytest.raises(ConfigError, match=r"provider 'echo' is not registered: expected one of "
+                       r"'local', 'openai', 'stub'"):  # fmt: skip
+        make_client(config)
+
+
+def test_importing_the_package_imports_no_provider_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rag_judge, rag_judge.llm\n"
+        "heavy = {'openai', 'torch', 'transformers', 'rag_judge.llm.providers.openai',"
+        " 'rag_judge.llm.providers.local'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "assert rag_judge.llm.OpenAIClient.provider == 'openai'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# ---- engine lifecycle --------------------------------------------------------------------
+
+
+def cache_writers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("rag-judge-cache")}
+
+
+def test_closing_the_engine_stops_the_cache_it_opened(tmp_path: Path) -> None:
+    before = cache_writers()  # other tests' caller-owned caches may still run theirs
+    for round_ in range(3):
+        with make_engine(ClientConfig(), cache=tmp_path / "c.sqlite") as engine:
+            results = engine.run_sync([req(f"q{round_}-{i}") for i in range(5)])
+            assert all(isinstance(r, Completion) for r in results)
+            assert cache_writers() - before  # a writer thread committed the rows
+        assert engine.cache is not None and engine.cache._writer is None
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            len(engine.cache)  # the connection is closed too
+    assert not cache_writers() - before
+    with SqliteCache(tmp_path / "c.sqlite") as cache:
+        assert len(cache) == 15  # everything committed before the close
+
+
+def test_a_cache_passed_in_stays_open_for_its_owner(tmp_path: Path) -> None:
+    with SqliteCache(tmp_path / "c.sqlite") as cache:
+        with JudgeEngine(StubClient(fixed(3)), cache=cache) as engine:
+            engine.run_sync([req("a")])
+        with JudgeEngine(StubClient(fixed(3)), cache=cache) as engine:
+            (again,) = engine.run_sync([req("a")])  # the same cache, still open
+        assert isinstance(again, Completion) and again.cached and len(cache) == 1
+    assert cache._writer is None
+
+
+def test_async_rounds_in_one_loop_close_the_client_once_at_the_end(
+    echo_provider: list[EchoClient], tmp_path: Path
+) -> None:
+    config = ClientConfig(provider="echo")
+    before = cache_writers()
+
+    async def rounds() -> list[str]:
+        texts = []
+        async with make_engine(config, cache=tmp_path / "c.sqlite") as engine:
+            for round_ in range(3):
+                results = await engine.run([req(f"r{round_}"), req("same")])
+                texts += [r.text for r in results]  # type: ignore[union-attr]
+                assert echo_provider[-1].closed == 0  # open between rounds
+        assert echo_provider[-1].closed == 1
+        assert engine.usage.requests == 4 and engine.usage.cache_hits == 2
+        return texts
+
+    assert asyncio.run(rounds())[:2] == ["echo-1: r0", "echo-1: same"]
+    assert not cache_writers() - before
+
+
+def test_a_closed_engine_runs_nothing_and_closes_once(echo_provider: list[EchoClient]) -> None:
+    engine = make_engine(ClientConfig(provider="echo"))
+    engine.close()
+    engine.close()
+    asyncio.run(engine.aclose())
+    assert echo_provider[-1].closed == 1
+    with pytest.raises(RuntimeError, match="closed"):
+        engine.run_sync([req("a")])
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(engine.run([req("a")]))
+    with pytest.raises(RuntimeError, match="closed"), engine:
+        pass
+
+
+def test_a_client_without_its_capabilities_is_refused_by_name() -> None:
+    class Bare:
+        provider, model, base_url = "bare", "bare-1", None
+
+        async def complete(self, request: CompletionRequest) -> Completion:
+            return Completion(choices=["x"])
+
+    with pytest.raises(ConfigError, match=r"Bare is not a complete LLMClient: .* scores_labels, "
+                       "supports_logprobs, cancellable"):  # fmt: skip
+        make_engine(ClientConfig(), client=Bare())  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import socket
 import time
@@ -11,13 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_judge.errors import ConfigError
 from rag_judge.llm import ClientConfig, make_engine
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.http import parse_retry_after, redact
-from rag_judge.llm.providers.direct import env_proxy
 from rag_judge.llm.providers.openai import OpenAIClient
 from tests.fake_openai_server import FakeOpenAIServer, Reply, chat, error, hang, malformed
 
@@ -45,10 +44,17 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "httpx", "direct"])
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here runs once per HTTP layer: the SDK over aiohttp, over httpx, and none."""
-    monkeypatch.setitem(OpenAIClient.__init__.__kwdefaults__, "transport", request.param)
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def http(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs once per HTTP layer under the SDK: aiohttp (the default when it is
+    installed, as here) and httpx (the fallback without it)."""
+    init = OpenAIClient.__init__
+
+    def with_layer(self: OpenAIClient, *args: object, **kw: object) -> None:
+        init(self, *args, **kw)  # type: ignore[arg-type]
+        self.http = str(request.param)
+
+    monkeypatch.setattr(OpenAIClient, "__init__", with_layer)
     return str(request.param)
 
 
@@ -228,10 +234,8 @@ def test_every_request_is_accounted_for_in_a_mixed_batch() -> None:
         text = body["messages"][1]["content"]  # type: ignore[index]
         if text.startswith("fail"):
             return error(401, "bad key")
-        if (
-            text.startswith("flaky")
-            and sum(1 for _ in srv.requests if _["messages"][1]["content"] == text) == 1
-        ):  # type: ignore[index]
+        asked = sum(1 for b in srv.requests if b["messages"][1]["content"] == text)
+        if text.startswith("flaky") and asked == 1:
             return error(503)
         return f"ok {text}"
 
@@ -265,9 +269,7 @@ def test_missing_key_for_the_openai_api_is_a_config_error(monkeypatch: pytest.Mo
         OpenAIClient("gpt-x", api_key_env="NO_SUCH_KEY_VAR")
 
 
-def test_the_api_key_never_leaks(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, transport: str
-) -> None:
+def test_the_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     echo = f"Incorrect API key provided: {KEY}. Authorization: Bearer {KEY}"
     script = [
@@ -284,12 +286,11 @@ def test_the_api_key_never_leaks(
             base_url=srv.base_url,
             api_key_env=KEY_ENV,
             max_attempts=2,
-            transport=transport,  # type: ignore[arg-type]
         )
         cache_path = tmp_path / "cache.sqlite"
-        engine = make_engine(config, cache=cache_path)
-        engine._sleep = Sleeps()  # no real waiting in this test
-        results = asyncio.run(engine.run([req(f"q{i}") for i in range(4)]))
+        with make_engine(config, cache=cache_path) as engine:
+            engine._sleep = Sleeps()  # no real waiting in this test
+            results = asyncio.run(engine.run([req(f"q{i}") for i in range(4)]))
         assert srv.headers[0]["authorization"] == f"Bearer {KEY}"  # the key did reach the server
     errors = [r for r in results if isinstance(r, LLMError)]
     assert len(errors) >= 2
@@ -304,9 +305,8 @@ def test_the_api_key_never_leaks(
     assert redact(f"key {KEY} here") == "key sk-ragj*** here"  # key-shaped text, even unnamed
     for error_ in errors:
         assert error_.__context__ is None and error_.__cause__ is None
-    cache = SqliteCache(cache_path)
-    assert len(cache) >= 1
-    cache.close()
+    with SqliteCache(cache_path) as cache:
+        assert len(cache) >= 1
     for path in tmp_path.iterdir():
         assert KEY.encode() not in path.read_bytes()
     assert KEY not in caplog.text
@@ -314,29 +314,51 @@ def test_the_api_key_never_leaks(
         assert KEY not in record.getMessage()
 
 
-def test_transport_is_validated_and_direct_sends_what_the_sdk_sends() -> None:
-    with pytest.raises(ConfigError, match=r"transport='curl' is not one of auto, aiohttp"):
-        OpenAIClient("m", base_url="http://127.0.0.1:1/v1", transport="curl")
-    bodies = []
-    for transport in ("httpx", "direct"):
-        with FakeOpenAIServer() as srv:
-            client = OpenAIClient(
-                "m", base_url=srv.base_url, api_key_env=KEY_ENV, transport=transport
-            )
-            asyncio.run(JudgeEngine(client).run([req("same", json_schema=SCHEMA, seed=3)]))
-        headers = srv.headers[0]
-        assert headers["authorization"] == f"Bearer {KEY}"
-        assert headers["content-type"] == "application/json"
-        bodies.append(srv.requests[0])
-    assert bodies[0] == bodies[1]
+def test_the_http_layer_is_aiohttp_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()  # the real constructor, not the fixture's
+    assert OpenAIClient("m", base_url="http://127.0.0.1:1/v1").http == "aiohttp"
+    real_find_spec = importlib.util.find_spec
+
+    def without_aiohttp(name: str, *args: object) -> object:
+        return None if name == "aiohttp" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_aiohttp)
+    assert OpenAIClient("m", base_url="http://127.0.0.1:1/v1").http == "httpx"
 
 
-def test_env_proxy_honours_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_proxies_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    assert env_proxy("https://api.openai.com/v1") is None
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
-    monkeypatch.setenv("NO_PROXY", "localhost,vllm.internal")
-    assert env_proxy("https://api.openai.com/v1") == "http://proxy.internal:3128"
-    assert env_proxy("http://api.openai.com/v1") is None  # no HTTP_PROXY set
-    assert env_proxy("https://vllm.internal:8000/v1") is None
+    url = "http://judge.invalid:8000/v1"  # reachable only through the proxy
+    with FakeOpenAIServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        client = OpenAIClient("m", base_url=url, api_key_env=KEY_ENV)
+        (result,) = JudgeEngine(client).run_sync([req("via proxy")])
+        assert isinstance(result, Completion) and len(proxy.requests) == 1
+        monkeypatch.setenv("NO_PROXY", "judge.invalid")
+        client = OpenAIClient("m", base_url=url, api_key_env=KEY_ENV)
+        (result,) = JudgeEngine(client, max_attempts=1).run_sync([req("direct")])
+        assert isinstance(result, LLMError) and "connection failed" in str(result)
+        assert len(proxy.requests) == 1
+
+
+def test_rounds_in_one_loop_share_connections_until_the_engine_closes() -> None:
+    with FakeOpenAIServer() as srv:
+        engine, _ = engine_for(srv)
+        client = engine.client
+        assert isinstance(client, OpenAIClient)
+
+        async def rounds() -> list[int]:
+            opened = []
+            async with engine:
+                for text in ("first", "second", "third"):
+                    (result,) = await engine.run([req(text)])
+                    assert isinstance(result, Completion)
+                    opened.append(id(client._sdks))
+                sdks = client._sdks
+            assert client._sdks == [] and all(sdk.is_closed() for sdk in sdks)
+            return opened
+
+        opened = asyncio.run(rounds())
+    assert len(set(opened)) == 1  # one set of SDK clients for every round
+    assert len(srv.requests) == 3

@@ -25,14 +25,10 @@ N = 60
 # Every call appends its prompt to a file *before* the engine sees the reply, so the file holds
 # every call ever made, finished or not.
 RUN = """
-import asyncio, sys
+import sys
 from rag_judge.llm.base import ChatMessage, CompletionRequest
 from rag_judge.llm.engine import JudgeEngine
-from tests import REPO
-from rag_judge.llm.cache import SqliteCache
-from rag_judge.llm.providers.stub import StubClient
-from rag_judge.llm.providers.stub import scripted
-from tests import REPO
+from rag_judge.llm.providers.stub import StubClient, scripted
 
 calls_path, cache_path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -43,9 +39,9 @@ def respond(request):
     return "verdict for " + prompt
 
 client = StubClient(scripted(respond, name="resume-test"), delay=0.1)
-engine = JudgeEngine(client, cache=SqliteCache(cache_path), concurrency=2)
 requests = [CompletionRequest(messages=(ChatMessage("user", f"r{i}"),)) for i in range(n)]
-results = asyncio.run(engine.run(requests))
+with JudgeEngine(client, cache=cache_path, concurrency=2) as engine:
+    results = engine.run_sync(requests)
 assert [r.text for r in results] == ["verdict for " + r.messages[0].content for r in requests]
 print(engine.usage.model_dump_json())
 """
@@ -68,10 +64,8 @@ def prompts_in(cache_path: Path) -> set[str]:
         engine.key(CompletionRequest(messages=(ChatMessage("user", f"r{i}"),))): f"r{i}"
         for i in range(N)
     }
-    cache = SqliteCache(cache_path)
-    found = cache.get_many(keys)
-    cache.close()
-    return {keys[k] for k in found}
+    with SqliteCache(cache_path) as cache:
+        return {keys[k] for k in cache.get_many(keys)}
 
 
 @pytest.mark.slow

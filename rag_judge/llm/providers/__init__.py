@@ -1,0 +1,184 @@
+"""The judge-model providers by name, and ``ClientConfig``, the config that names one.
+
+Each entry of ``PROVIDERS`` is a small loader that imports its provider module only when
+called, so ``import rag_judge`` never imports openai, torch or transformers. ``ClientConfig``
+lives here, beside the registry it is validated against (and re-exported as
+``rag_judge.llm.ClientConfig``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rag_judge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rag_judge.llm.base import LLMClient
+
+__all__ = ["PROVIDERS", "ClientConfig", "check_capabilities", "make_client", "provider_names"]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ClientConfig(BaseModel):
+    """Which judge model to call and how hard. The API key itself is never part of it: only the
+    name of the environment variable holding it (``api_key_env``).
+
+    ``provider`` names a loader in ``PROVIDERS`` (``openai``, ``local``, ``stub``, or one
+    registered there before the config is read). ``model``: for ``openai`` the model name
+    (required); for ``local`` a folder, ``.gguf`` file or cached HF id (default: the packaged
+    SmolLM2-135M, for demos only); for ``stub`` an optional name. ``timeout`` is seconds per
+    call; ``rpm``/``tpm`` are per-minute limits (None: off); prices are per 1,000 tokens.
+    ``stub``/``stub_score`` pick the stub's responder; ``cache_dir`` is where the local client
+    keeps converted models.
+    """
+
+    # Inputs stay out of error text: a key pasted into the wrong field must not be echoed.
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    provider: str = "stub"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = Field(default=60.0, gt=0)
+    concurrency: int = Field(default=8, ge=1)
+    rpm: float | None = Field(default=None, gt=0)
+    tpm: float | None = Field(default=None, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+    prompt_price_per_1k: float | None = Field(default=None, ge=0)
+    completion_price_per_1k: float | None = Field(default=None, ge=0)
+    structured_output: bool = True
+    stub: Literal["lexical_support", "fixed"] = "lexical_support"
+    stub_score: int = Field(default=3, ge=1, le=5)
+    cache_dir: str | None = None
+
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        # Read at validation time, so a provider registered after import can be named.
+        if value not in PROVIDERS:
+            raise ValueError(_unknown(value))
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        if not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "api_key_env is the NAME of the environment variable holding the key "
+                "(like OPENAI_API_KEY), not the key itself"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _model_needed(self) -> ClientConfig:
+        if self.provider == "openai" and not self.model:
+            raise ValueError("provider 'openai' needs a model name, e.g. model: gpt-4o-mini")
+        return self
+
+
+def _openai(config: ClientConfig) -> LLMClient:
+    from rag_judge.llm.providers.openai import OpenAIClient
+
+    return OpenAIClient(
+        config.model or "",
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        timeout=config.timeout,
+        structured_output=config.structured_output,
+    )
+
+
+def _local(config: ClientConfig) -> LLMClient:
+    from rag_judge.llm.providers.local import LocalClient
+
+    return LocalClient(config.model, cache_dir=config.cache_dir)
+
+
+def _stub(config: ClientConfig) -> LLMClient:
+    from rag_judge.llm.providers.stub import StubClient, fixed, lexical_support
+
+    responder = fixed(config.stub_score) if config.stub == "fixed" else lexical_support()
+    return StubClient(responder, model=config.model)
+
+
+PROVIDERS: dict[str, Callable[[ClientConfig], LLMClient]] = {
+    "openai": _openai,
+    "local": _local,
+    "stub": _stub,
+}
+"""Provider name -> loader building that provider's ``LLMClient`` from a ``ClientConfig``.
+
+A loader is called by ``make_client`` each time a client is needed, and should import its
+provider's module (and any heavy dependency) inside the function. The client it returns
+satisfies ``rag_judge.llm.base.LLMClient``: ``provider``, ``model``, ``base_url``, the
+capabilities ``scores_labels``, ``supports_logprobs`` and ``cancellable``, and
+``async complete(request) -> Completion``; an ``async aclose()`` is called when an engine over
+it closes. ``ClientConfig.provider`` is checked against these keys when a config is validated,
+so register a provider before reading a config that names it. Adding one::
+
+    # my_package/judges.py
+    from rag_judge.llm import ClientConfig, Completion, CompletionRequest
+    from rag_judge.llm.providers import PROVIDERS
+
+    class EchoClient:
+        provider = "echo"
+        base_url: str | None = None
+        scores_labels = False  # generates text (True: fills ``Completion.score_probs``)
+        supports_logprobs = False
+        cancellable = True  # a call may be abandoned, so the engine may time it out
+
+        def __init__(self, model: str) -> None:
+            self.model = model
+
+        async def complete(self, request: CompletionRequest) -> Completion:
+            # A failure: raise LLMError(reason, retryable=...); the engine retries.
+            return Completion(choices=['{"reason": "echo", "score": 3}'])
+
+    def load_echo(config: ClientConfig) -> EchoClient:
+        # Import heavy dependencies here, not at the top of the module.
+        return EchoClient(config.model or "echo-1")
+
+    PROVIDERS["echo"] = load_echo
+
+then ``client: {provider: echo, model: echo-2}`` in an experiment's YAML (after
+``import my_package.judges``), or ``make_client(ClientConfig(provider="echo"))``.
+"""
+
+
+def provider_names() -> str:
+    """The registered provider names, quoted, for error messages: ``'local', 'openai', 'stub'``."""
+    return ", ".join(repr(name) for name in sorted(PROVIDERS))
+
+
+def _unknown(name: str) -> str:
+    return f"provider {name!r} is not registered: expected one of {provider_names()}"
+
+
+_CAPABILITIES = ("scores_labels", "supports_logprobs", "cancellable")
+
+
+def make_client(config: ClientConfig) -> LLMClient:
+    """The client ``config`` describes, from its provider's loader in ``PROVIDERS`` (looked up
+    now, so a provider registered after import counts). No network call or model load happens
+    here for the built-in providers."""
+    loader = PROVIDERS.get(config.provider)
+    if loader is None:
+        raise ConfigError(_unknown(config.provider))
+    return check_capabilities(loader(config))
+
+
+def check_capabilities(client: LLMClient) -> LLMClient:
+    """``client``, if it declares the capabilities ``LLMClient`` requires (which the judge and
+    the engine read instead of checking provider names); else a ``ConfigError`` naming them."""
+    missing = [name for name in _CAPABILITIES if not hasattr(client, name)]
+    if missing:
+        raise ConfigError(
+            f"{type(client).__name__} is not a complete LLMClient: it lacks the capability "
+            f"attribute(s) {', '.join(missing)} (booleans; see rag_judge.llm.base.LLMClient)"
+        )
+    return client

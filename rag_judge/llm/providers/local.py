@@ -6,16 +6,21 @@ judgments are not trustworthy. Use a real judge model (the ``openai`` client aga
 OpenAI-compatible server) for numbers you mean to report.
 
 Reading the GGUF means de-quantizing it (~40 s on a laptop CPU), so the first use converts it
-once and saves the result with ``save_pretrained`` under ``$RAG_JUDGE_CACHE_DIR/models`` (default
-``~/.cache/rag-judge/models``); later processes load that in about a second, and each process
-loads a model once. Any other model is given as a local folder, a ``.gguf`` file, or a Hugging
-Face id already in the local HF cache (``local_files_only``: nothing is downloaded).
+once and saves the result with ``save_pretrained`` under ``models/`` in rag-judge's cache folder
+(``rag_judge.resources.cache_dir()``: ``$RAG_JUDGE_CACHE_DIR``, else ``.rag_judge_cache``);
+later processes load that in about a second, and each process loads a model once. Any other
+model is given as a local folder, a ``.gguf`` file, or a Hugging Face id already in the local
+HF cache (``local_files_only``: nothing is downloaded).
 
-Scoring: for a request with ``score_labels`` ("1".."5"), one forward pass reads the next-token
-distribution restricted to the labels and renormalised (``Completion.score_probs``), and the
-reply is the most likely label, so there is no free text to parse. Without labels the model
-generates greedily up to ``max_tokens``. Calls run in a worker thread behind a lock, so the
-event loop never blocks.
+Scoring: for a request with ``score_labels`` ("1".."5", or "1", "2", "tie" for a pairwise
+verdict), one forward pass reads the next-token distribution restricted to the labels and
+renormalised (``Completion.score_probs``), and the reply is the most likely label, so there is
+no free text to parse. A label that is several tokens is scored as its token sequence (the
+product of each token's conditional probability; one more forward pass per such label). The
+reply is read after ``Score: `` appended to the assistant turn, or, when the request's last
+message is an assistant turn, after that text (so a pairwise judge can open ``Winner: ``).
+Without labels the model generates greedily up to ``max_tokens``. Calls run in a worker thread
+behind a lock, so the event loop never blocks.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from typing import Any
 
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
+from rag_judge.resources import cache_dir
 
-__all__ = ["PACKAGED_GGUF", "SCORE_PREFIX", "LocalClient", "cache_root", "packaged_gguf"]
+__all__ = ["PACKAGED_GGUF", "SCORE_PREFIX", "LocalClient", "models_dir", "packaged_gguf"]
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +54,10 @@ _LOCK = threading.Lock()  # one model call (or load) at a time in this process
 _MODELS: dict[str, tuple[Any, Any]] = {}  # resolved source -> (model, tokenizer)
 
 
-def cache_root() -> Path:
-    """Where converted models live: ``$RAG_JUDGE_CACHE_DIR`` or ``~/.cache/rag-judge``."""
-    return Path(os.environ.get("RAG_JUDGE_CACHE_DIR") or "~/.cache/rag-judge").expanduser()
+def models_dir() -> Path:
+    """Where converted models live by default: ``models/`` in rag-judge's one cache folder
+    (read when a model is loaded, so ``$RAG_JUDGE_CACHE_DIR`` set later still counts)."""
+    return cache_dir() / "models"
 
 
 def packaged_gguf() -> Path:
@@ -120,7 +127,7 @@ def _resolve(source: str | None, cache_dir: Path | None) -> str:
     else:
         path = Path(source).expanduser()
         return str(path) if path.exists() else source  # a folder, else an HF id
-    folder = (cache_dir or cache_root() / "models") / f"{gguf.stem}-{_digest(gguf)}"
+    folder = (cache_dir or models_dir()) / f"{gguf.stem}-{_digest(gguf)}"
     if not (folder / "config.json").is_file():
         _convert_gguf(gguf, folder)
     return str(folder)
@@ -150,10 +157,13 @@ class LocalClient:
 
     ``model``: None for the packaged SmolLM2-135M-Instruct (offline demos and plumbing only,
     not trustworthy judgments), or a local folder, a ``.gguf`` file, or a cached HF id.
-    ``cache_dir``: where converted GGUF models are kept (default ``cache_root() / "models"``).
+    ``cache_dir``: where converted GGUF models are kept (default ``models_dir()``).
     """
 
     provider = "local"
+    scores_labels = True
+    supports_logprobs = False
+    cancellable = False  # a generation runs in a worker thread that cannot be interrupted
     base_url: str | None = None
 
     def __init__(self, model: str | None = None, *, cache_dir: str | Path | None = None) -> None:
@@ -212,36 +222,61 @@ def _accepts(model: Any, name: str) -> bool:
     return name in inspect.signature(model.forward).parameters
 
 
-def _label_ids(tokenizer: Any, labels: tuple[str, ...]) -> list[int]:
-    ids = []
+def _label_tokens(tokenizer: Any, labels: tuple[str, ...]) -> list[list[int]]:
+    """Each label's token ids (one or more); distinct labels must be distinct sequences."""
+    out = []
     for label in labels:
-        pieces = tokenizer.encode(label, add_special_tokens=False)
-        if len(pieces) != 1:
-            raise LLMError(f"score label {label!r} is not a single token for this model")
-        ids.append(int(pieces[0]))
-    if len(set(ids)) != len(ids):
+        pieces = [int(t) for t in tokenizer.encode(label, add_special_tokens=False)]
+        if not pieces:
+            raise LLMError(f"score label {label!r} encodes to no token for this model")
+        out.append(pieces)
+    if len({tuple(p) for p in out}) != len(out):
         raise LLMError(f"score labels {list(labels)} do not map to distinct tokens")
-    return ids
+    return out
+
+
+def _forward(model: Any, ids: Any, keep: int) -> Any:
+    """Log-probabilities at the last ``keep`` positions (float32)."""
+    import torch
+
+    # Only the last positions' logits are needed: skipping the vocabulary projection for the
+    # rest of the prompt saves about a fifth of the work (where the model supports it).
+    extra = {"logits_to_keep": keep} if _accepts(model, "logits_to_keep") else {}
+    with torch.inference_mode():
+        logits = model(input_ids=ids, use_cache=False, **extra).logits[0, -keep:].float()
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _label_logprobs(model: Any, ids: Any, tokens: list[list[int]]) -> list[float]:
+    """log P(label | prompt) per label: the next-token log-probability of a one-token label,
+    the sum over its tokens (each given the ones before) of a longer label."""
+    import torch
+
+    first = _forward(model, ids, 1)[0]
+    out = []
+    for pieces in tokens:
+        if len(pieces) == 1:
+            out.append(float(first[pieces[0]]))
+            continue
+        extended = torch.cat([ids, torch.tensor([pieces[:-1]], dtype=ids.dtype)], dim=1)
+        steps = _forward(model, extended, len(pieces))
+        out.append(float(sum(steps[k, t] for k, t in enumerate(pieces))))
+    return out
 
 
 def _score(model: Any, tokenizer: Any, request: CompletionRequest) -> Completion:
     import torch
 
     labels = request.score_labels or ()
-    label_ids = _label_ids(tokenizer, labels)
+    tokens = _label_tokens(tokenizer, labels)
     ids = _prompt_ids(tokenizer, request)
-    # Only the last position's logits are needed: skipping the vocabulary projection for the
-    # rest of the prompt saves about a fifth of the work (where the model supports it).
-    keep = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-    with torch.inference_mode():
-        logits = model(input_ids=ids, use_cache=False, **keep).logits[0, -1].float()
-    logprobs = torch.log_softmax(logits, dim=-1)[label_ids]
-    probs = torch.softmax(logits[label_ids], dim=-1).tolist()
+    logprobs = torch.tensor(_label_logprobs(model, ids, tokens), dtype=torch.float64)
+    probs = torch.softmax(logprobs, dim=-1).tolist()
     best = labels[max(range(len(labels)), key=lambda k: (probs[k], -k))]
     return Completion(
         choices=[best] * request.n,
         prompt_tokens=int(ids.shape[1]),
-        completion_tokens=1,
+        completion_tokens=len(tokens[labels.index(best)]),
         token_logprobs=[{label: float(lp) for label, lp in zip(labels, logprobs.tolist())}],
         score_probs={label: float(p) for label, p in zip(labels, probs)},
         # How much of the model's whole next-token mass fell on the labels: a low value means

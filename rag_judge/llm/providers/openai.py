@@ -1,10 +1,12 @@
-"""The ``openai`` client: the official SDK's AsyncOpenAI against any OpenAI-compatible server
-(or, with ``transport="direct"``, the same request without the SDK: ``llm/direct.py``).
+"""The ``openai`` client: the official SDK's AsyncOpenAI against any OpenAI-compatible server.
 
 OpenAI itself, vLLM, Ollama, llama.cpp's server or a LiteLLM proxy: whatever ``base_url`` names.
 The key is read from the environment variable the config names (never stored in the config, the
 cache, a report, a log line or an error message); a server that needs none gets a placeholder.
 The SDK's own retries are off: the engine retries, under its rate limits, and counts it.
+The HTTP layer is the SDK's aiohttp client (``openai.DefaultAioHttpClient``) when
+``openai[aiohttp]`` is installed (``rag-judge[judge]`` installs it), else its default httpx
+client; both take proxies from the environment (``HTTPS_PROXY``, ``NO_PROXY``...).
 """
 
 from __future__ import annotations
@@ -18,14 +20,11 @@ import os
 import re
 import ssl
 import sys
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rag_judge._version import __version__
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.http import parse_retry_after, redact
-from rag_judge.llm.providers.direct import OPENAI_BASE_URL, DirectSession, HTTPStatusFailure
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -35,7 +34,6 @@ __all__ = ["OpenAIClient"]
 log = logging.getLogger(__name__)
 
 _POOLS = 8
-TRANSPORTS = ("auto", "aiohttp", "httpx", "direct")
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
@@ -66,18 +64,9 @@ def _tls_context() -> ssl.SSLContext | None:
 class OpenAIClient:
     """An ``LLMClient`` over ``openai.AsyncOpenAI``.
 
-    ``timeout`` (seconds) bounds each HTTP call. ``transport`` picks the HTTP layer:
-
-    * ``aiohttp``: the SDK over its ``DefaultAioHttpClient`` (which its docs recommend for
-      concurrency; about a third less client CPU per call than httpx here);
-    * ``httpx``: the SDK over its default httpx client;
-    * ``auto`` (default): ``aiohttp`` when installed (``rag-judge[judge]`` installs it), else
-      ``httpx``;
-    * ``direct``: no SDK, one aiohttp POST per call (``rag_judge.llm.direct``): about a fifth
-      of the SDK's CPU per call, for hundreds of calls per second against a local server.
-      Same request body, headers that matter (``Authorization``, ``Content-Type``), timeouts,
-      errors and retry hints; what it lacks is the SDK's extras (Azure auth, organisation
-      headers, its own client options).
+    ``timeout`` (seconds) bounds each HTTP call. The SDK runs over its ``DefaultAioHttpClient``
+    (which its docs recommend for concurrency; about a third less client CPU per call than
+    httpx here) when aiohttp is installed, else over its default httpx client.
 
     With ``structured_output``, a request carrying a
     ``json_schema`` asks for it through ``response_format``; a server that rejects that with a 400
@@ -86,6 +75,9 @@ class OpenAIClient:
     """
 
     provider = "openai"
+    scores_labels = False
+    supports_logprobs = True
+    cancellable = True
 
     def __init__(
         self,
@@ -95,7 +87,6 @@ class OpenAIClient:
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         structured_output: bool = True,
-        transport: str = "auto",
     ) -> None:
         if not model:
             raise ConfigError("the openai client needs a model name, e.g. model: gpt-4o-mini")
@@ -106,8 +97,6 @@ class OpenAIClient:
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.structured_output = structured_output
-        if transport not in TRANSPORTS:
-            raise ConfigError(f"transport={transport!r} is not one of {', '.join(TRANSPORTS)}")
         if self.base_url is None and not os.environ.get(api_key_env):
             raise ConfigError(
                 f"the OpenAI API needs a key: set the environment variable {api_key_env} "
@@ -119,29 +108,19 @@ class OpenAIClient:
             raise ImportError(
                 "the openai client needs the openai package: pip install 'rag-judge[judge]'"
             ) from exc
-        has_aiohttp = importlib.util.find_spec("aiohttp") is not None
         # The SDK's aiohttp layer: DefaultAioHttpClient (openai >= 1.8x) and its httpx bridge,
         # vendored in openai 3.x, a separate package before.
         sdk_aiohttp = (
-            has_aiohttp
+            importlib.util.find_spec("aiohttp") is not None
             and hasattr(openai, "DefaultAioHttpClient")
             and any(
                 importlib.util.find_spec(m)
                 for m in ("openai._vendor.httpx_aiohttp", "httpx_aiohttp")
             )
         )
-        if transport == "auto":
-            transport = "aiohttp" if sdk_aiohttp else "httpx"
-        elif (transport == "aiohttp" and not sdk_aiohttp) or (
-            transport == "direct" and not has_aiohttp
-        ):
-            raise ConfigError(
-                f"transport {transport!r} needs aiohttp (and for 'aiohttp' an openai with its "
-                "aiohttp extra): pip install 'openai[aiohttp]'"
-            )
-        self.transport = transport
+        self.http = "aiohttp" if sdk_aiohttp else "httpx"  # the SDK's HTTP layer
         self._tls: ssl.SSLContext | None = None
-        self._sdks: list[AsyncOpenAI | DirectSession] = []
+        self._sdks: list[AsyncOpenAI] = []
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
         self._closer: asyncio.Task[None] | None = None
         self._turn = 0
@@ -157,7 +136,7 @@ class OpenAIClient:
         # Read when needed and handed to the SDK only; a keyless local server gets a placeholder.
         return os.environ.get(self.api_key_env) or "EMPTY"
 
-    def _client(self) -> AsyncOpenAI | DirectSession:
+    def _client(self) -> AsyncOpenAI:
         # An SDK client's connections belong to the loop that opened them, and run_sync may
         # bring a fresh loop per run: so one set of clients per loop. Requests go round-robin
         # over _POOLS clients because httpx's pool scans all its connections on every
@@ -172,28 +151,19 @@ class OpenAIClient:
         self._turn = (self._turn + 1) % len(self._sdks)
         return self._sdks[self._turn]
 
-    def _open_clients(self) -> list[AsyncOpenAI | DirectSession]:
-        if self._tls is None:  # building one costs ~40 ms: share it between the pools
-            self._tls = _tls_context()
-        if self.transport == "direct":
-            headers = {
-                "Authorization": f"Bearer {self._key()}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "User-Agent": f"rag-judge/{__version__}",
-            }
-            return [
-                DirectSession(self.base_url or OPENAI_BASE_URL, headers, self.timeout, self._tls)
-            ]
+    def _open_clients(self) -> list[AsyncOpenAI]:
         import openai
 
+        if self._tls is None:  # building one costs ~40 ms: share it between the pools
+            self._tls = _tls_context()
         tls: dict[str, Any] = {"verify": self._tls} if self._tls is not None else {}
         # Given explicitly: the SDK's own wrapper would try to close itself on whatever loop is
         # running when it is collected, which fails for a closed one.
-        if self.transport == "aiohttp":
-            http = openai.DefaultAioHttpClient
-        else:
-            http = openai.DefaultAsyncHttpxClient
+        http = (
+            openai.DefaultAioHttpClient
+            if self.http == "aiohttp"
+            else openai.DefaultAsyncHttpxClient
+        )
         return [
             openai.AsyncOpenAI(
                 api_key=self._key(),
@@ -252,11 +222,7 @@ class OpenAIClient:
             body = json.dumps(
                 self._params(request, use_format), ensure_ascii=False, separators=(",", ":")
             ).encode("utf-8")
-            client = self._client()
-            if isinstance(client, DirectSession):
-                data = await client.post_json("/chat/completions", body)
-            else:
-                data = await client.post("/chat/completions", content=body, cast_to=object)
+            data = await self._client().post("/chat/completions", content=body, cast_to=object)
         except Exception as exc:
             return self._error(exc)
         return _completion(data, use_format)
@@ -274,14 +240,10 @@ class OpenAIClient:
             cause = refused or exc.__cause__ or exc
             detail = f" ({redact(str(cause), key)})" if str(cause) else ""
             return LLMError(f"{where}: connection failed{detail}", retryable=True)
-        if isinstance(exc, ValueError):  # a 2xx body that is not JSON (any transport)
+        if isinstance(exc, ValueError):  # a 2xx body that is not JSON
             return LLMError(f"{where}: the reply is not JSON ({redact(str(exc), key)})")
-        if isinstance(exc, openai.APIStatusError | HTTPStatusFailure):
-            headers: Mapping[str, str]
-            if isinstance(exc, HTTPStatusFailure):
-                status, headers = exc.status, exc.headers
-            else:
-                status, headers = exc.status_code, exc.response.headers
+        if isinstance(exc, openai.APIStatusError):
+            status, headers = exc.status_code, exc.response.headers
             retryable = status in _RETRYABLE_STATUS or status >= 500
             hint = headers.get("x-should-retry")  # the server's own say, as openai-python obeys
             if hint in ("true", "false"):
@@ -305,7 +267,7 @@ class OpenAIClient:
                 await sdk.close()
 
 
-async def _close_when_cancelled(sdks: list[AsyncOpenAI | DirectSession]) -> None:
+async def _close_when_cancelled(sdks: list[AsyncOpenAI]) -> None:
     try:
         await asyncio.Event().wait()
     finally:
@@ -315,6 +277,8 @@ async def _close_when_cancelled(sdks: list[AsyncOpenAI | DirectSession]) -> None
 
 
 def _aiohttp_error(exc: BaseException) -> bool:
+    """An aiohttp error the SDK's aiohttp bridge lets through unmapped (a malformed HTTP
+    reply, say): a connection problem like the ones it does map."""
     aiohttp = sys.modules.get("aiohttp")
     return aiohttp is not None and isinstance(exc, aiohttp.ClientError)
 

@@ -3,9 +3,12 @@
 ``StubClient(responder)`` calls ``responder(request)`` and wraps a returned string into a
 ``Completion`` (a responder may also return a ``Completion``, or raise ``LLMError`` to script a
 failure). Ready-made responders: ``fixed(score)``, ``scripted(replies)`` and
-``lexical_support()``, a rule-based judge that reads the prompt's delimited sections. The same
-request gives the same reply on every machine and in every process: nothing here depends on
-``hash()`` randomisation, the clock or a random generator.
+``lexical_support()``, a rule-based judge that reads the prompt's delimited sections
+(``rag_judge.llm.sections``). ``fixed`` and ``lexical_support`` answer rubric and pairwise
+requests alike: a request that asks for a winner (``is_pairwise``) gets a pairwise verdict
+(``always_tie``, ``pairwise_lexical``), any other a 1-5 score. The same request gives the same
+reply on every machine and in every process: nothing here depends on ``hash()``
+randomisation, the clock or a random generator.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from collections.abc import Callable, Iterable, Sequence
 
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.ratelimit import Sleeper, estimate_tokens
+from rag_judge.llm.sections import parse_sections
 
 __all__ = [
     "Responder",
     "StubClient",
+    "always_tie",
     "fixed",
+    "is_pairwise",
     "lexical_support",
+    "pairwise_lexical",
     "parse_sections",
     "scripted",
     "support",
@@ -31,9 +38,6 @@ __all__ = [
 
 Responder = Callable[[CompletionRequest], str | Completion]
 
-# The template side renders untrusted text as <<<BEGIN NAME>>>\n...\n<<<END NAME>>>, with NAME in
-# QUESTION, ANSWER, CONTEXT 1, CONTEXT 2, ..., REFERENCE (or REFERENCE 1, ...).
-_SECTION = re.compile(r"<<<BEGIN ([A-Z]+(?: \d+)?)>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
 _WORD = re.compile(r"\w+")
 _STOPWORD_TEXT = (
     "a an and are as at be been but by do does did for from had has have he her his i if in into "
@@ -52,6 +56,9 @@ class StubClient:
     """
 
     provider = "stub"
+    scores_labels = False
+    supports_logprobs = False
+    cancellable = True
     base_url: str | None = None
 
     def __init__(
@@ -87,23 +94,52 @@ def _named(func: Responder, name: str) -> Responder:
     return func
 
 
-def _verdict(request: CompletionRequest, score: int, reason: str) -> str | Completion:
-    """JSON ``{"reason", "score"}``; for a scoring request (``score_labels``), the label and a
-    one-hot distribution, as the local client answers."""
+def _prompt(request: CompletionRequest) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+def is_pairwise(request: CompletionRequest) -> bool:
+    """Whether ``request`` asks which of two answers wins: its JSON schema has a ``winner``,
+    or, without a schema, its prompt shows an ANSWER 1 and an ANSWER 2 section."""
+    if request.json_schema is not None:
+        return "winner" in (request.json_schema.get("properties") or {})
+    sections = parse_sections(_prompt(request))
+    return "ANSWER 1" in sections and "ANSWER 2" in sections
+
+
+def _labelled(request: CompletionRequest, label: str, key: str, reason: str) -> str | Completion:
+    """JSON ``{"reason", key: label}``; for a scoring request (``score_labels``), the label and
+    a one-hot distribution over the labels, as the local client answers."""
     labels = request.score_labels
-    if labels and str(score) in labels:
-        probs = {label: float(label == str(score)) for label in labels}
-        return Completion(choices=[str(score)], completion_tokens=1, score_probs=probs)
-    return json.dumps({"reason": reason, "score": score})
+    if labels and label in labels:
+        probs = {other: float(other == label) for other in labels}
+        return Completion(choices=[label], completion_tokens=1, score_probs=probs)
+    value: int | str = int(label) if key == "score" else label
+    return json.dumps({"reason": reason, key: value})
+
+
+def _verdict(request: CompletionRequest, score: int, reason: str) -> str | Completion:
+    return _labelled(request, str(score), "score", reason)
+
+
+def _preference(request: CompletionRequest, winner: str, reason: str) -> str | Completion:
+    return _labelled(request, winner, "winner", reason)
 
 
 def fixed(score: int = 3, reason: str = "fixed stub verdict") -> Responder:
-    """Always the same verdict."""
+    """Always the same verdict: ``score``, or a tie for a pairwise request."""
 
     def respond(request: CompletionRequest) -> str | Completion:
+        if is_pairwise(request):
+            return always_tie(request)
         return _verdict(request, score, reason)
 
     return _named(respond, f"stub-fixed-{score}")
+
+
+def always_tie(request: CompletionRequest) -> str | Completion:
+    """The pairwise verdict of ``fixed``: always a tie."""
+    return _preference(request, "tie", "fixed stub verdict")
 
 
 def scripted(
@@ -133,11 +169,6 @@ def scripted(
         return reply
 
     return _named(respond, name)
-
-
-def parse_sections(prompt: str) -> dict[str, str]:
-    """The delimited sections of a rendered prompt, by name (``ANSWER``, ``CONTEXT 1``, ...)."""
-    return {name: body for name, body in _SECTION.findall(prompt)}
 
 
 def _content_words(text: str) -> list[str]:
@@ -170,12 +201,15 @@ def lexical_support() -> Responder:
     * ANSWER alone: the share of distinct content words, a crude fluency/coherence proxy that
       punishes repetition.
 
-    Deterministic and free, it checks the plumbing; it is not a judgment of meaning.
+    A pairwise request is answered by ``pairwise_lexical``. Deterministic and free, it checks
+    the plumbing; it is not a judgment of meaning.
     """
+    pairwise = pairwise_lexical()
 
     def respond(request: CompletionRequest) -> str | Completion:
-        prompt = "\n".join(m.content for m in request.messages)
-        sections = parse_sections(prompt)
+        if is_pairwise(request):
+            return pairwise(request)
+        sections = parse_sections(_prompt(request))
         answer, question = sections.get("ANSWER"), sections.get("QUESTION")
         contexts = [b for n, b in sections.items() if n.startswith("CONTEXT")]
         evidence = contexts + [b for n, b in sections.items() if n.startswith("REFERENCE")]
@@ -198,3 +232,29 @@ def lexical_support() -> Responder:
         return _verdict(request, score, f"{share:.0%} {what}")
 
     return _named(respond, "stub-lexical-support")
+
+
+def pairwise_lexical() -> Responder:
+    """A deterministic pairwise judge: each answer's word-overlap share (``support``) with the
+    references and its own contexts, or else with the question; the higher share wins, equal
+    shares tie. Symmetric in the positions, so its verdicts never flip with the order."""
+
+    def respond(request: CompletionRequest) -> str | Completion:
+        sections = parse_sections(_prompt(request))
+        shares = []
+        for n in ("1", "2"):
+            answer = sections.get(f"ANSWER {n}", "")
+            evidence = [
+                b
+                for k, b in sections.items()
+                if k.startswith("REFERENCE") or k.startswith(f"ANSWER {n} CONTEXT")
+            ]
+            if evidence:
+                shares.append(support(answer, evidence))
+            else:
+                shares.append(support(sections.get("QUESTION", ""), [answer]))
+        winner = "tie" if math.isclose(*shares) else ("1" if shares[0] > shares[1] else "2")
+        reason = f"word overlap {shares[0]:.0%} (answer 1) vs {shares[1]:.0%} (answer 2)"
+        return _preference(request, winner, reason)
+
+    return _named(respond, "stub-pairwise-lexical")

@@ -1,5 +1,6 @@
 """The disk cache of token embeddings: SQLite (WAL) rows of token ids and float32 vectors,
-keyed by model fingerprint, layer, dtype and text, written from a background thread."""
+keyed by model fingerprint, layer, dtype and text, written from a background thread, in
+rag-judge's one cache folder (:func:`rag_judge.resources.cache_dir`) unless told another."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rag_judge.resources import cache_dir
 
 __all__ = ["EmbeddingCache", "TokenEmbeddings"]
 
@@ -35,8 +38,9 @@ class EmbeddingCache:
     storing one batch overlaps with encoding the next. ``close`` waits for it.
     """
 
-    def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / "embeddings.sqlite"
+    def __init__(self, directory: str | Path | None = None) -> None:
+        folder = cache_dir() if directory is None else Path(directory).expanduser()
+        self.path = folder / "embeddings.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = self._connect()
         self._db.executescript(

@@ -1,10 +1,12 @@
 """BERTScore math over token embeddings: the definition of bert-score 0.3.13, minus its defects.
 
 Given the token embeddings of a candidate and a reference (one layer of the encoder, special
-tokens included), every token is L2-normalised and matched greedily to its most similar token
-on the other side by cosine similarity; precision averages the candidate side, recall the
-reference side, each weighted by idf (or 1), with ``[CLS]``/``[SEP]`` weighted 0 but still
-available as match targets, exactly as in bert-score's ``greedy_cos_idf``.
+tokens included), every token is L2-normalised (by the encoder, once, in torch) and matched
+greedily to its most similar token on the other side by cosine similarity; precision averages
+the candidate side, recall the reference side, each weighted by idf (or 1), with
+``[CLS]``/``[SEP]`` weighted 0 but still available as match targets, exactly as in
+bert-score's ``greedy_cos_idf``. With several references, P, R and F are each the max over
+them.
 
 Where this differs from bert-score, on purpose:
 
@@ -34,7 +36,6 @@ __all__ = [
     "idf_table",
     "is_empty",
     "max_over_references",
-    "normalise_rows",
     "rescale",
     "score_pairs",
     "token_weights",
@@ -93,13 +94,6 @@ def is_empty(ids: Sequence[int] | IntArray, zero_ids: Collection[int]) -> bool:
     return all(int(tok) in zero_ids for tok in ids)  # stops at the first content token
 
 
-def normalise_rows(embeddings: NDArray[np.floating]) -> FloatArray:
-    """Each token vector divided by its L2 norm (float64)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64))
-    unit: FloatArray = embeddings / np.where(norms == 0.0, 1.0, norms)[:, None]
-    return unit
-
-
 def greedy_prf(
     cand: NDArray[np.floating],
     cand_weights: FloatArray,
@@ -138,13 +132,21 @@ def score_pairs(
     return out
 
 
-def max_over_references(prf: FloatArray) -> FloatArray:
-    """Several references: the element-wise max of P, R and F over them (rows), as bert-score.
+def max_over_references(prf: FloatArray, firsts: Sequence[int] | IntArray) -> FloatArray:
+    """Several references: per sample, the element-wise max of P, R and F over its rows, as
+    bert-score. Sample ``k``'s rows start at ``firsts[k]`` and run to the next sample's start
+    (every sample has at least one row: ``firsts`` strictly increases from 0).
 
     Each of the three takes its own best reference, so F need not be the harmonic mean of the
     returned P and R.
     """
-    best: FloatArray = np.asarray(prf, dtype=np.float64).max(axis=0)
+    starts = np.asarray(firsts, dtype=np.int64)
+    rows = np.asarray(prf, dtype=np.float64)
+    if len(starts) == 0:
+        return np.empty((0, rows.shape[1] if rows.ndim == 2 else 3), dtype=np.float64)
+    if starts[0] != 0 or np.any(np.diff(starts) <= 0) or starts[-1] >= len(rows):
+        raise ValueError("firsts must start at 0 and strictly increase within the rows")
+    best: FloatArray = np.maximum.reduceat(rows, starts, axis=0)
     return best
 
 

@@ -1,0 +1,114 @@
+"""Asking a judge: send every request, read each reply, re-ask the unreadable ones.
+
+Rubric judging and pairwise judging share this loop. All first requests go through one
+``engine.run`` (one scheduler, one rate limit, one cache); a reply that cannot be read is
+re-asked up to ``reask`` times, the previous exchange followed by the parse error quoted back
+(``reask_message``), all re-asks of a round again in one ``engine.run``. A call that failed for
+good (after the engine's retries) is not re-asked. Every round runs in one event loop, on one
+engine opened and closed once (``ask_sync``), so the client's connections and the cache live
+exactly as long as the judging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from rag_judge._async import run_sync
+from rag_judge.judge.verdicts import Unscored
+from rag_judge.llm.base import Completion, CompletionRequest, LLMError, Usage
+from rag_judge.llm.engine import JudgeEngine
+
+__all__ = ["Outcome", "ask_all", "ask_sync", "reask_message"]
+
+R = TypeVar("R")
+
+
+def reask_message(problem: str, shape: str) -> str:
+    """The follow-up user message of a re-ask: what was wrong, and the JSON ``shape`` wanted
+    (e.g. ``{"reason": "<one or two sentences>", "score": <integer 1-5>}``)."""
+    return (
+        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
+        f"of the form {shape} and nothing else."
+    )
+
+
+@dataclass
+class Outcome(Generic[R]):
+    """One judgment's exchange: the last request sent, every reply, and what came of it (the
+    reading, an ``Unscored`` with its reason, or the call's ``LLMError``)."""
+
+    request: CompletionRequest
+    replies: list[Completion] = field(default_factory=list)
+    result: R | Unscored | LLMError | None = None
+
+    @property
+    def raw(self) -> str:
+        """The last reply, verbatim ("" when no reply came)."""
+        return self.replies[-1].text if self.replies else ""
+
+    @property
+    def attempts(self) -> int:
+        """Requests made for this judgment (1 + re-asks); a failed call counts as one."""
+        return len(self.replies) + isinstance(self.result, LLMError)
+
+    @property
+    def cached(self) -> bool:
+        """Whether every reply came from the cache."""
+        return bool(self.replies) and all(c.cached for c in self.replies)
+
+
+async def ask_all(
+    engine: JudgeEngine,
+    requests: Sequence[CompletionRequest],
+    parse: Callable[[Completion], R | Unscored],
+    *,
+    shape: str,
+    reask: int = 1,
+    progress: bool = False,
+) -> list[Outcome[R]]:
+    """One outcome per request, in order. ``parse`` reads a reply (never raises); an
+    ``Unscored`` reading is re-asked up to ``reask`` times, quoting its reason and ``shape``."""
+    outcomes: list[Outcome[R]] = [Outcome(r) for r in requests]
+    todo = outcomes
+    for round_ in range(reask + 1):
+        if round_:
+            todo = [o for o in todo if isinstance(o.result, Unscored) and o.replies]
+            for o in todo:
+                assert isinstance(o.result, Unscored)
+                message = reask_message(o.result.reason, shape)
+                o.request = o.request.followed_by(o.raw, message)
+        if not todo:
+            break
+        replies = await engine.run([o.request for o in todo], progress=progress)
+        for o, reply in zip(todo, replies, strict=True):
+            if isinstance(reply, LLMError):
+                o.result = reply
+            else:
+                o.replies.append(reply)
+                o.result = parse(reply)
+    return outcomes
+
+
+def ask_sync(
+    open_engine: Callable[[], JudgeEngine],
+    requests: Sequence[CompletionRequest],
+    parse: Callable[[Completion], R | Unscored],
+    *,
+    shape: str,
+    reask: int = 1,
+    progress: bool = False,
+) -> tuple[list[Outcome[R]], Usage]:
+    """``ask_all`` from synchronous code, in one event loop (``run_sync``) over one engine:
+    ``open_engine()`` is called inside the loop and the engine closed when done (its client's
+    connections and the cache it opened). Returns the outcomes and the engine's usage."""
+
+    async def ask() -> tuple[list[Outcome[R]], Usage]:
+        async with open_engine() as engine:
+            outcomes = await ask_all(
+                engine, requests, parse, shape=shape, reask=reask, progress=progress
+            )
+        return outcomes, engine.usage.model_copy()
+
+    return run_sync(ask())

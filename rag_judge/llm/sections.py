@@ -1,0 +1,47 @@
+"""The one grammar of delimited prompt sections, written and read here.
+
+A judge prompt places untrusted text (questions, answers, contexts, references) only inside
+sections rendered exactly as ``<<<BEGIN NAME>>>\\n...\\n<<<END NAME>>>``, where NAME is
+upper-case letters, digits and spaces, starting with a letter (``QUESTION``, ``CONTEXT 2``,
+``ANSWER 1 CONTEXT 3``, ``EXAMPLE 1 ANSWER``). Before that, every run of three or more angle
+brackets in the data is rewritten to look-alike guillemets (``‹‹‹``, ``›››``), so no data can
+open or close a section: the only ``<<<`` in a prompt is the template's own.
+
+The judge's templates write sections (``rag_judge.judge.prompts`` registers ``section``); the
+stub judge and tests read them back with ``parse_sections``. Both live in this module, the
+lower layer, so the grammar is written once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["SECTION_NAME", "neutralise", "parse_sections", "section"]
+
+_NAME = r"[A-Z][A-Z0-9 ]{0,63}"
+SECTION_NAME = re.compile(_NAME)
+# The body ends at the matching END line; the newline before it is the writer's.
+_SECTION = re.compile(r"<<<BEGIN (" + _NAME + r")>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
+# '<' and '>' and their full-width and small-form look-alikes.
+_OPEN_RUN = re.compile("[<\uff1c\ufe64]{3,}")
+_CLOSE_RUN = re.compile("[>\uff1e\ufe65]{3,}")
+
+
+def neutralise(text: str) -> str:
+    """Rewrite every run of 3+ angle brackets so data can never open or close a section."""
+    text = _OPEN_RUN.sub(lambda m: "\u2039" * len(m.group()), text)
+    return _CLOSE_RUN.sub(lambda m: "\u203a" * len(m.group()), text)
+
+
+def section(name: str, text: Any) -> str:
+    """One delimited section: ``name`` from the template, ``text`` from the data (neutralised).
+    Raises ValueError for a name outside the grammar."""
+    if not isinstance(name, str) or not SECTION_NAME.fullmatch(name):
+        raise ValueError(f"section name {name!r} must be upper-case letters, digits and spaces")
+    return f"<<<BEGIN {name}>>>\n{neutralise(str(text))}\n<<<END {name}>>>"
+
+
+def parse_sections(prompt: str) -> dict[str, str]:
+    """The sections of a rendered prompt, by name (``ANSWER``, ``CONTEXT 1``, ...)."""
+    return {name: body for name, body in _SECTION.findall(prompt)}

@@ -1,0 +1,162 @@
+"""The Jinja sources of report.html: the page, and the SVG macros it imports.
+
+Both are rendered with autoescaping on (``html.py``): every value from the report or the
+dataset is escaped unless it is already markup (the SVGs, the CSS and the script). Table rows
+stay on one line each; the page's tests and its sorting script read them that way.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PAGE", "SVG"]
+
+SVG = """\
+{% macro histogram(h) %}
+<svg class=hist viewBox="0 0 {{ h.width }} {{ h.height }}" width="{{ h.width }}" \
+height="{{ h.height }}" role=img><line x1="{{ h.left }}" x2="{{ h.width - h.left }}" \
+y1="{{ h.base }}" y2="{{ h.base }}"/>
+{%- for b in h.bars %}<rect x="{{ b.x|f1 }}" y="{{ b.y|f1 }}" width="{{ b.width|f1 }}" \
+height="{{ b.height|f1 }}"><title>{{ b.label }}: {{ b.count }}</title></rect>{% endfor %}
+{%- for t in h.ticks %}<text x="{{ t.x|f1 }}" y="{{ h.height - 4 }}" \
+text-anchor="{{ t.anchor }}">{{ t.text }}</text>{% endfor %}</svg>
+{%- endmacro %}
+
+{% macro kchart(c) %}
+<svg class=kchart viewBox="0 0 {{ c.width }} {{ c.height }}" width="{{ c.width }}" \
+height="{{ c.height }}" role=img>
+{%- for g in c.grid %}<line class=g x1="{{ c.left }}" x2="{{ c.width - c.right }}" \
+y1="{{ g.y|f1 }}" y2="{{ g.y|f1 }}"/><text x="{{ c.left - 4 }}" y="{{ (g.y + 3)|f1 }}" \
+text-anchor="end">{{ g.value|short(2) }}</text>{% endfor %}
+<polygon points="{{ c.band }}"/><polyline points="{{ c.line }}"/>
+{%- for d in c.dots %}<circle cx="{{ d.x|f1 }}" cy="{{ d.y|f1 }}" r="3"><title>@{{ d.k }}: \
+{{ d.mean|short(4) }}</title></circle>{% endfor %}
+{%- for d in c.dots %}<text x="{{ d.x|f1 }}" y="{{ c.height - 6 }}" \
+text-anchor="middle">{{ d.k }}</text>{% endfor %}</svg>
+{%- endmacro %}
+
+{% macro cibar(b) %}
+<svg class=cibar viewBox="0 0 100 12" width="100" height="12"><line x1="2" x2="98" y1="6" \
+y2="6"/>{% if b.ci %}<rect class=ci x="{{ b.ci[0]|f1 }}" y="3" width="{{ b.ci[1]|f1 }}" \
+height="6"/>{% endif %}<rect class=m x="{{ (b.mean - 1)|f1 }}" y="1" width="2" height="10"/></svg>
+{%- endmacro %}
+"""
+
+PAGE = """\
+{% import "svg" as svg %}
+{% macro tally(n) %}<td class='num{{ " bad" if n }}'>{{ n }}</td>{% endmacro %}
+{% macro cell(c) %}
+{% if c.value is none %}<td class='num{{ " bad" if c.failed }}' data-v=''>\
+{{ "error" if c.failed else missing }}</td>
+{%- else %}<td class='num h{{ c.shade }}' data-v='{{ c.value|repr }}'>{{ c.value|short }}</td>
+{%- endif %}
+{% endmacro %}
+{% macro judgment(label, j, sub=false) %}
+<tr><td>{% if sub %}<span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · \
+{{ j.id or missing }}</span>{% else %}{{ label }}{% endif %}</td><td class=num>
+{%- if j.score is none %}<span class=bad>unscored</span>{% else %}{{ j.score|short }}{% endif %}\
+</td><td>{{ j.reason }}{% if j.score is none and j.raw %}<pre>{{ j.raw }}</pre>{% endif %}
+{%- if j|extras %}<pre class=extra>{{ j|extras }}</pre>{% endif %}</td>\
+<td class=num>{{ j.attempts }}</td><td>{{ "yes" if j.cached else "no" }}</td></tr>
+{%- endmacro %}
+{% macro details(r) %}
+{% set s = r.sample %}
+<details id="s-{{ r.id }}" data-id="{{ r.id }}" data-err={{ 1 if r.errors else 0 }}><summary>\
+{{ r.id }}{% if r.errors %} <span class=bad>{{ r.errors|length|plural("error") }}</span>{% endif %}
+{%- if s and s.question %} <span class=muted>{{ s.question|clip(100) }}</span>{% endif %}\
+</summary><div class=body>
+{% if s %}
+{% if s.question is not none %}<h4>question</h4><p class=text>{{ s.question }}</p>{% endif %}
+{% if s.answer is not none %}<h4>answer</h4><p class=text>{{ s.answer }}</p>{% endif %}
+{% for ref in s.references %}<h4>reference {{ loop.index }}</h4><p class=text>{{ ref }}</p>
+{% endfor %}
+{% if s.contexts %}<h4>contexts (rank order)</h4><ol class=ctx>
+{%- for c in s.contexts %}<li><b>{{ c.id or missing }}</b>
+{%- if c.relevance %} <span class=tag>grade {{ c.relevance|short }}</span>{% endif %} \
+{{ c.text }}</li>{% endfor %}</ol>
+{% endif %}
+{% endif %}
+{% if r.errors %}<h4>errors</h4><ul class=errors>
+{%- for metric, failure in r.errors.items() %}<li><b>{{ metric }}</b>: {{ failure.text() }}</li>
+{%- endfor %}</ul>
+{% endif %}
+{% if r.judgments %}<h4>judgments</h4><table class=judg><thead><tr><th>rubric</th><th>score</th>\
+<th>reason</th><th>attempts</th><th>cached</th></tr></thead><tbody>
+{% for rubric, j in r.judgments.items() %}
+{{ judgment(rubric, j) }}
+{% for c in j.contexts or [] %}
+{{ judgment(rubric, c, sub=true) }}
+{% endfor %}
+{% endfor %}
+</tbody></table>
+{% endif %}
+{% if not (s or r.errors or r.judgments) %}
+<p class=muted>Nothing beyond the scores in the table.</p>
+{% endif %}
+</div></details>
+{%- endmacro %}
+<!DOCTYPE html>
+<html lang=en><head><meta charset=utf-8><meta http-equiv="Content-Security-Policy" \
+content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scale=1">\
+<title>{{ name }}</title><style>{{ css }}</style></head>
+<body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples · rag-judge \
+{{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
+<a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a><a href=#samples>Samples</a>\
+<a href=#run>Run</a></nav></header>
+<section id=summary><h2>Summary</h2><table class=summary><thead><tr><th>metric</th>\
+<th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
+<th class=num>errors</th><th class=num>unscored</th><th>aggregate</th></tr></thead><tbody>
+{% for row in summary %}
+<tr><th scope=row>{{ row.metric }}</th><td class=num>{{ row.s.mean|num }}</td>\
+<td class=num>{{ row.s.ci_low|interval(row.s.ci_high) }}</td>\
+<td>{% if row.bar %}{{ svg.cibar(row.bar) }}{% endif %}</td><td class=num>{{ row.s.n }}</td>\
+{{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}<td class=agg>{{ row.s.aggregate }}</td></tr>
+{% endfor %}
+</tbody></table></section>
+<section id=dist><h2>Distributions</h2><div class=grid>
+{% for d in distributions %}
+<figure class=card><figcaption><b>{{ d.metric }}</b> <span>mean {{ d.s.mean|short }}</span>\
+</figcaption>{{ svg.histogram(d.histogram) }}<small>n={{ d.s.n }}
+{%- if d.s.errors %} · {{ d.s.errors|plural("error") }}{% endif %}</small></figure>
+{% endfor %}
+</div></section>
+<section id=atk><h2>Retrieval across k</h2>
+{% if families %}<div class=grid>
+{% for family, chart in families %}
+<figure class=card><figcaption><b>{{ family }}@k</b> <span>mean and CI</span></figcaption>\
+{{ svg.kchart(chart) }}</figure>
+{% endfor %}
+</div>
+{% else %}<p class=muted>No metric family is measured at more than one cut-off.</p>
+{% endif %}
+</section>
+<section id=samples><h2>Samples</h2><div class=tools><input id=filter type=search \
+placeholder='Filter by sample id'><label><input id=onlyerr type=checkbox> only samples with \
+errors</label><button id=openall type=button>Expand all</button><button id=closeall \
+type=button>Collapse all</button></div>
+{% if not_embedded %}<p class=muted>The dataset ({{ not_embedded }}) is not embedded; the details \
+show what report.json holds.</p>
+{% endif %}
+<div class=scroll><table id=matrix class=matrix><thead><tr><th data-t=s>sample</th>
+{%- for m in matrix.metrics %}<th data-t=n>{{ m|break_after("_") }}</th>{% endfor %}</tr>\
+</thead><tbody>
+{% for row in matrix.rows %}
+<tr data-id="{{ row.id }}" data-err={{ row.err }}><th data-v="{{ row.id }}" scope=row>\
+<a href="#s-{{ row.id }}">{{ row.id }}</a></th>{% for c in row.cells %}{{ cell(c) }}{% endfor %}\
+</tr>
+{% endfor %}
+</tbody></table></div>
+<div id=details>
+{% for r in report.samples %}
+{{ details(r) }}
+{% endfor %}
+</div></section>
+<section id=run><h2>Run</h2><div class=cols><div><h3>Versions</h3><table class=kv><tr>\
+<th scope=row>rag-judge</th><td>{{ report.rag_judge_version }}</td></tr><tr><th scope=row>created\
+</th><td>{{ report.created }}</td></tr></table><h3>Usage and cost</h3><table class=kv>
+{%- for key, value in usage %}<tr><th scope=row>{{ key|replace("_", " ") }}</th>\
+<td class=num>{{ value|amount }}</td></tr>{% endfor %}</table></div><div><h3>Signatures</h3>\
+<table class=kv>
+{%- for metric, sig in report.signatures.items() %}<tr><th scope=row>{{ metric }}</th><td><code>\
+{{ sig|signature }}</code></td></tr>{% endfor %}</table></div></div><h3>Config</h3>\
+<pre class=config>{{ config }}</pre></section>
+<script>{{ js }}</script></body></html>
+"""

@@ -1,0 +1,46 @@
+"""report.md and the terminal's summary table, rendered from the Report model."""
+
+from __future__ import annotations
+
+from rag_judge.report._format import ci_label, interval, num
+from rag_judge.report.model import Report
+
+__all__ = ["render_markdown", "summary_table"]
+
+_MAX_ERRORS = 50
+
+
+def render_markdown(report: Report) -> str:
+    name = report.config.get("name", "rag-judge report")
+    lines = [
+        f"# {name}",
+        "",
+        f"{len(report.samples)} samples · rag-judge {report.rag_judge_version} · {report.created}",
+        "",
+        summary_table(report),
+        "",
+    ]
+    failed = [(s.id, m, f.text()) for s in report.samples for m, f in s.errors.items()]
+    if failed:
+        lines += ["## Errors", "", f"{len(failed)} metric values could not be computed:", ""]
+        lines += [f"- `{sid}` · {metric}: {msg}" for sid, metric, msg in failed[:_MAX_ERRORS]]
+        if len(failed) > _MAX_ERRORS:
+            lines.append(f"- … and {len(failed) - _MAX_ERRORS} more (see report.json)")
+        lines.append("")
+    lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
+    lines += [f"| {m} | `{_cell(s.render())}` |" for m, s in report.signatures.items()]
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(report: Report) -> str:
+    head = f"| metric | mean | {ci_label(report.confidence)} | n | errors | unscored | aggregate |"
+    rows = [head, "|---|---:|---:|---:|---:|---:|---|"]
+    for metric, s in report.summary.items():
+        cells = [metric, num(s.mean), interval(s.ci_low, s.ci_high), s.n, s.errors, s.unscored]
+        rows.append("| " + " | ".join(map(str, [*cells, s.aggregate])) + " |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """Escape a pipe so a signature stays inside its Markdown table cell."""
+    return text.replace("|", "\\|")
