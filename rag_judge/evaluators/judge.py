@@ -50,6 +50,7 @@ from rag_judge.judge.verdicts import (
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
+from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import Failure, FailureKind, Judgment, MetricInfo, MetricKind, Signature
 from rag_judge.resources import cache_dir
 
@@ -242,21 +243,14 @@ class JudgeEvaluator(Evaluator):
                     )
                     continue
                 targets = range(len(sample.contexts)) if rubric.per_context else [None]
+                built = []
                 try:
-                    built = [
-                        _Job(
-                            i,
-                            rubric,
-                            ctx,
-                            sample.contexts[ctx].id if ctx is not None else None,
-                            self._request(
-                                self.renderer.render(rubric, sample_variables(rubric, sample, ctx)),
-                                scoring,
-                            ),
-                        )
-                        for ctx in targets
-                    ]
-                except PromptError as exc:
+                    for ctx in targets:
+                        variables = sample_variables(rubric, sample, ctx)
+                        request = self._request(self.renderer.render(rubric, variables), scoring)
+                        ctx_id = sample.contexts[ctx].id if ctx is not None else None
+                        built.append(_Job(i, rubric, ctx, ctx_id, request))
+                except PromptError as exc:  # the template cannot render this sample
                     _fail(result, i, rubric, Failure(message=str(exc)))
                     continue
                 jobs.extend(built)
@@ -266,7 +260,7 @@ class JudgeEvaluator(Evaluator):
         self, samples: Sequence[Sample], client: LLMClient | None
     ) -> tuple[LLMClient, Scoring, EvaluatorResult, list[_Job]]:
         self.prepare()
-        client = client if client is not None else make_client(self.client)
+        client = check_capabilities(client) if client is not None else make_client(self.client)
         scoring = self.scoring(client)
         result = EvaluatorResult.empty(len(samples), self.signatures(client))
         result.judgments = [{} for _ in samples]
@@ -281,8 +275,7 @@ class JudgeEvaluator(Evaluator):
         self, samples: Sequence[Sample], *, client: LLMClient | None = None
     ) -> EvaluatorResult:
         """Judge every sample on every rubric. ``client`` overrides the configured one."""
-        client, scoring, result, jobs = self._plan(samples, client)
-        judge = client  # narrowed, for the closure
+        judge, scoring, result, jobs = self._plan(samples, client)
         outcomes, result.usage = ask_sync(
             lambda: self._engine(judge),
             [j.request for j in jobs],

@@ -40,6 +40,7 @@ from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
+from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import Signature
 from rag_judge.stats import bootstrap_ci
 
@@ -210,7 +211,7 @@ class PairwiseJudge(BaseModel):
         self.prepare()
         a_by_id, b_by_id = _by_id(a_samples, "A"), _by_id(b_samples, "B")
         ids = [i for i in a_by_id if i in b_by_id]
-        judge: LLMClient = client if client is not None else make_client(self.client)
+        judge = check_capabilities(client) if client is not None else make_client(self.client)
         pairs = [PairOutcome(i, None, None, None, []) for i in ids]
         calls: list[tuple[int, Order]] = []
         requests: list[CompletionRequest] = []

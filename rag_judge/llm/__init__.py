@@ -24,7 +24,7 @@ from rag_judge.llm.base import (
     Usage,
 )
 from rag_judge.llm.cache import SqliteCache
-from rag_judge.llm.engine import JudgeEngine, count_prompt_tokens
+from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.providers import PROVIDERS, ClientConfig, check_capabilities, make_client
 from rag_judge.llm.providers.stub import (
     StubClient,
@@ -33,6 +33,7 @@ from rag_judge.llm.providers.stub import (
     parse_sections,
     scripted,
 )
+from rag_judge.llm.ratelimit import count_prompt_tokens
 
 if TYPE_CHECKING:
     from rag_judge.llm.providers.local import LocalClient

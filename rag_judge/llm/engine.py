@@ -14,7 +14,6 @@ Time is injectable (``clock``, ``sleep``): nothing here blocks, and tests never 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import random
 import time
@@ -28,7 +27,6 @@ from typing import Any, TypeVar
 from rag_judge._async import run_sync
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import (
-    ChatMessage,
     Completion,
     CompletionRequest,
     LLMClient,
@@ -37,14 +35,19 @@ from rag_judge.llm.base import (
 )
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.progress import Progress
-from rag_judge.llm.ratelimit import Clock, RateLimiter, Sleeper, estimate_tokens, request_tokens
+from rag_judge.llm.ratelimit import (
+    Clock,
+    RateLimiter,
+    Sleeper,
+    count_prompt_tokens,
+    request_tokens,
+)
 
 __all__ = [
     "INITIAL_RETRY_DELAY",
     "MAX_RETRY_AFTER",
     "MAX_RETRY_DELAY",
     "JudgeEngine",
-    "count_prompt_tokens",
 ]
 
 # openai-python's schedule: 0.5 s doubling to at most 8 s, each delay cut by a random 0-25 %.
@@ -58,27 +61,6 @@ _CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Result = Completion | LLMError
-
-
-def count_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
-    """Prompt tokens for a dry run: tiktoken's o200k_base when installed (and its tables are
-    available offline), else the characters / 4 estimate the rate limiter uses."""
-    enc = _tiktoken_encoding()
-    if enc is None:
-        return estimate_tokens(messages)
-    return sum(len(enc.encode(m.content)) + 4 for m in messages) + 3
-
-
-_ENCODING: list[Any] = []
-
-
-def _tiktoken_encoding() -> Any:
-    if not _ENCODING:
-        try:
-            _ENCODING.append(importlib.import_module("tiktoken").get_encoding("o200k_base"))
-        except Exception:  # not installed, or its tables cannot be fetched offline
-            _ENCODING.append(None)
-    return _ENCODING[0]
 
 
 class JudgeEngine:

@@ -7,12 +7,21 @@ tests drive the limiter with a fake clock and never really sleep.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from rag_judge.llm.base import ChatMessage, CompletionRequest
 
-__all__ = ["Clock", "RateLimiter", "Sleeper", "TokenBucket", "estimate_tokens"]
+__all__ = [
+    "Clock",
+    "RateLimiter",
+    "Sleeper",
+    "TokenBucket",
+    "count_prompt_tokens",
+    "estimate_tokens",
+]
 
 Clock = Callable[[], float]
 Sleeper = Callable[[float], Awaitable[None]]
@@ -110,3 +119,24 @@ class RateLimiter:
         """Correct the token bucket with the usage the server reported."""
         if self.tokens is not None and actual_tokens > 0:
             self.tokens.adjust(actual_tokens - estimated_tokens)
+
+
+def count_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    """Prompt tokens for a dry run: tiktoken's o200k_base when installed (and its tables are
+    available offline), else the characters / 4 estimate the rate limiter uses."""
+    enc = _tiktoken_encoding()
+    if enc is None:
+        return estimate_tokens(messages)
+    return sum(len(enc.encode(m.content)) + 4 for m in messages) + 3
+
+
+_ENCODING: list[Any] = []
+
+
+def _tiktoken_encoding() -> Any:
+    if not _ENCODING:
+        try:
+            _ENCODING.append(importlib.import_module("tiktoken").get_encoding("o200k_base"))
+        except Exception:  # not installed, or its tables cannot be fetched offline
+            _ENCODING.append(None)
+    return _ENCODING[0]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from rag_judge.data.jsonl import read_jsonl
@@ -16,7 +17,6 @@ from rag_judge.data.sample import Sample
 from rag_judge.errors import DataError
 from tests import REPO
 
-pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 

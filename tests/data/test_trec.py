@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 import rag_judge.data.trec as trec
 from rag_judge.data.ranking import Qrels, Run, rankings_for
@@ -215,7 +216,6 @@ def messy_files(
 
 @pytest.mark.parametrize("seed", range(3))
 def test_same_numbers_as_pytrec_eval_through_messy_files(tmp_path: Path, seed: int) -> None:
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     qrels, run = random_trec(seed)
     qrels_path, run_path = messy_files(tmp_path, qrels, run)
     got_qrels, got_run = read_qrels(qrels_path), read_run(run_path)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rag_judge.cli.pairwise import add_parser
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, DataError
-from rag_judge.judge.pairwise import PairwiseJudge
+from rag_judge.judge.pairwise import PairVerdict, PairwiseJudge
 from rag_judge.judge.preference import Preference, combine, outcome_values, parse_preference
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import CompletionRequest, LLMError
@@ -75,9 +75,10 @@ def test_position_biased_judge_flips_every_pair_into_a_tie() -> None:
     assert result.win_rate == 0.5
     assert result.ci == (0.5, 0.5)
     for pair in result.pairs:
-        assert [v["order"] for v in pair.verdicts] == ["AB", "BA"]
-        assert [v["winner"] for v in pair.verdicts] == ["1", "1"]
-        assert [v["preferred"] for v in pair.verdicts] == ["A", "B"]
+        assert all(isinstance(v, PairVerdict) for v in pair.verdicts)
+        assert [v.order for v in pair.verdicts] == ["AB", "BA"]
+        assert [v.winner for v in pair.verdicts] == ["1", "1"]
+        assert [v.preferred for v in pair.verdicts] == ["A", "B"]
         assert pair.consistent is False
 
 
@@ -98,20 +99,26 @@ def test_longer_answer_judge_is_consistent_with_exact_win_rate_and_ci() -> None:
     assert result.ci[0] is not None and result.ci[1] is not None
     assert result.ci[0] == pytest.approx(low) and result.ci[1] == pytest.approx(high)
     assert result.ci[0] <= 0.7 <= result.ci[1]
-    assert "ci:bootstrap-2000@0.95|seed:7" in result.signature
+    assert result.signature.render().endswith("|ci:bootstrap-2000@0.95|seed:7")
+    assert result.signature.run == {"ci": "bootstrap-2000@0.95", "seed": "7"}
 
 
 def test_all_first_requests_go_through_one_engine_run(monkeypatch: pytest.MonkeyPatch) -> None:
     runs: list[int] = []
-    original = JudgeEngine.run_sync
+    original, aclose = JudgeEngine.run, JudgeEngine.aclose
 
-    def counting(self: JudgeEngine, requests: Any, progress: bool = False) -> Any:
+    async def counting(self: JudgeEngine, requests: Any, progress: bool = False) -> Any:
         runs.append(len(requests))
-        return original(self, requests, progress)
+        return await original(self, requests, progress)
 
-    monkeypatch.setattr(JudgeEngine, "run_sync", counting)
+    async def closing(self: JudgeEngine) -> None:
+        runs.append(-1)
+        await aclose(self)
+
+    monkeypatch.setattr(JudgeEngine, "run", counting)
+    monkeypatch.setattr(JudgeEngine, "aclose", closing)
     PairwiseJudge().compare(A, B, client=_client(_longer))
-    assert runs == [10]
+    assert runs == [10, -1]  # one run, then the engine is closed once
 
 
 def test_unreadable_reply_is_reasked_once_then_unscored() -> None:
@@ -129,9 +136,9 @@ def test_unreadable_reply_is_reasked_once_then_unscored() -> None:
     q1, q2, q3 = result.pairs
     assert q1.outcome is None and q1.consistent is None
     assert q1.reason is not None and "order AB: unscored: no JSON object" in q1.reason
-    assert [v["attempts"] for v in q1.verdicts] == [2, 2]
-    assert q2.outcome == "B" and [v["attempts"] for v in q2.verdicts] == [2, 2]
-    assert q3.outcome == "B" and [v["attempts"] for v in q3.verdicts] == [1, 1]
+    assert [v.attempts for v in q1.verdicts] == [2, 2]
+    assert q2.outcome == "B" and [v.attempts for v in q2.verdicts] == [2, 2]
+    assert q3.outcome == "B" and [v.attempts for v in q3.verdicts] == [1, 1]
     assert result.counts["unscored"] == 1 and result.counts["ties"] == 0
     assert result.counts["n"] == 2 and result.win_rate == 1.0
     assert client.calls == 6 + 4
@@ -220,9 +227,9 @@ def test_same_verdicts_twice_and_from_the_cache(tmp_path: Path) -> None:
     cold = judge.compare(A, B, client=_client(_longer))
     warm_client = _client(_first)  # would answer differently: must not be called
     warm = judge.compare(A, B, client=warm_client)
-    assert warm_client.calls == 0 and warm.usage["cache_hits"] == 10
+    assert warm_client.calls == 0 and warm.usage.cache_hits == 10
     assert [p.outcome for p in warm.pairs] == [p.outcome for p in cold.pairs]
-    assert all(v["cached"] for p in warm.pairs for v in p.verdicts)
+    assert all(v.cached for p in warm.pairs for v in p.verdicts)
 
 
 def test_json_and_markdown_output() -> None:

@@ -323,3 +323,28 @@ def test_check_specs_reads_no_file(tmp_path: Path) -> None:
         check_specs(["nope"])
     with pytest.raises(ConfigError, match="rubric name used twice: fluency"):
         check_specs(["fluency", BUILTIN_RUBRICS["fluency"]])
+
+
+def test_builtin_rubrics_load_from_an_installed_layout(tmp_path: Path) -> None:
+    """As in the wheel: the package alone, prompts/ force-included as rag_judge/_resources."""
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "rag_judge", site / "rag_judge", ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copytree(REPO / "prompts", site / "rag_judge" / "_resources" / "prompts")
+    code = (
+        "from rag_judge.judge.rubrics import BUILTIN_RUBRICS; "
+        "from rag_judge.resources import resource_dir; "
+        "print(len(BUILTIN_RUBRICS), resource_dir('prompts'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == ["10", str(site / "rag_judge" / "_resources" / "prompts")]

@@ -1,7 +1,8 @@
 """The local client: the packaged SmolLM2-135M GGUF, converted once, scoring offline.
 
-The converted model is cached in the default cache dir (``$RAG_JUDGE_CACHE_DIR`` or
-``~/.cache/rag-judge``), so only the first run pays the ~40 s conversion.
+The converted model is cached under ``models/`` in rag-judge's cache folder
+(``$RAG_JUDGE_CACHE_DIR``, else ``.rag_judge_cache``), so only the first run pays the ~40 s
+conversion.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ import asyncio
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.engine import JudgeEngine
-from rag_judge.llm.providers.local import LocalClient, packaged_gguf
+from rag_judge.llm.providers import local
+from rag_judge.llm.providers.local import LocalClient, models_dir, packaged_gguf
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -103,3 +106,52 @@ def test_local_model_scores_offline_without_blocking_the_loop() -> None:
     )
     (text,) = JudgeEngine(client).run_sync([free])
     assert isinstance(text, Completion) and text.text.strip() and 1 <= text.completion_tokens <= 8
+
+
+def test_converted_models_live_in_the_one_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_JUDGE_CACHE_DIR", str(tmp_path))  # read when used, not at import
+    assert models_dir() == tmp_path / "models"
+
+
+class _Tokenizer:
+    """Labels as token ids: "1" -> [1], "2" -> [2], "tie" -> [3, 4] (two tokens)."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return {"1": [1], "2": [2], "tie": [3, 4], "t": [3], "": []}[text]
+
+
+class _Bigram:
+    """A model whose next-token logits depend only on the last token."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.table = torch.zeros(6, 6)
+        self.table[0] = torch.log(torch.tensor([1e-9, 0.2, 0.3, 0.4, 1e-9, 0.1]))
+        self.table[3] = torch.log(torch.tensor([0.5, 1e-9, 1e-9, 1e-9, 0.25, 0.25]))
+        self.calls: list[int] = []
+
+    def forward(self, input_ids: Any, use_cache: bool = False, logits_to_keep: int = 0) -> Any:
+        self.calls.append(int(input_ids.shape[1]))
+        logits = self.table[input_ids[0]].unsqueeze(0)
+        return type("Out", (), {"logits": logits[:, -logits_to_keep:]})()
+
+    __call__ = forward
+
+
+def test_a_label_of_several_tokens_is_scored_as_its_token_sequence() -> None:
+    import torch
+
+    model = _Bigram()
+    tokens = local._label_tokens(_Tokenizer(), ("1", "2", "tie"))
+    assert tokens == [[1], [2], [3, 4]]
+    got = local._label_logprobs(model, torch.tensor([[5, 0]]), tokens)
+    # P(1) = .2, P(2) = .3, P(tie) = P(3) * P(4 | 3) = .4 * .25 = .1
+    assert [math.exp(lp) for lp in got] == pytest.approx([0.2, 0.3, 0.1], rel=1e-5)
+    assert model.calls == [2, 3]  # the prompt once, then once more for the two-token label
+    with pytest.raises(LLMError, match="distinct tokens"):
+        local._label_tokens(_Tokenizer(), ("1", "1"))
+    with pytest.raises(LLMError, match="no token"):
+        local._label_tokens(_Tokenizer(), ("1", ""))

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytrec_eval  # a dev dependency: the agreement tests must never skip silently
 
 from rag_judge.data.ranking import Run, rankings_for
 from rag_judge.data.trec import read_qrels, read_run, write_qrels, write_run
 from rag_judge.metrics.retrieval import Rankings, compute
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 CUTS = (1, 3, 5, 10, 20)
 # our metric -> pytrec_eval measure key
