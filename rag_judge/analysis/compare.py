@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.data.sample import duplicate_id
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.report.model import Report
 from rag_judge.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
@@ -195,12 +196,10 @@ def compare_reports(
 
 
 def _ids(report: Report, label: str) -> set[str]:
-    ids: set[str] = set()
-    for s in report.samples:
-        if s.id in ids:
-            raise DataError(f"{label}: sample id {s.id!r} appears twice")
-        ids.add(s.id)
-    return ids
+    dup = duplicate_id(s.id for s in report.samples)
+    if dup is not None:
+        raise DataError(f"{label}: sample id {dup!r} appears twice")
+    return {s.id for s in report.samples}
 
 
 def _finite(value: float | None) -> bool:

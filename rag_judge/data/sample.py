@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Context", "Dataset", "Sample"]
+__all__ = ["Context", "Dataset", "Sample", "duplicate_id"]
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
@@ -109,11 +109,9 @@ class Dataset(BaseModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Dataset:
-        seen: set[str] = set()
-        for sample in self.samples:
-            if sample.id in seen:
-                raise ValueError(f"sample id {sample.id!r} appears twice")
-            seen.add(sample.id)
+        dup = duplicate_id(s.id for s in self.samples)
+        if dup is not None:
+            raise ValueError(f"sample id {dup!r} appears twice")
         return self
 
     def __len__(self) -> int:
@@ -124,3 +122,13 @@ class Dataset(BaseModel):
 
     def __getitem__(self, index: int) -> Sample:
         return self.samples[index]
+
+
+def duplicate_id(ids: Iterable[str]) -> str | None:
+    """The first id that appears a second time, or None when all are unique."""
+    seen: set[str] = set()
+    for sid in ids:
+        if sid in seen:
+            return sid
+        seen.add(sid)
+    return None

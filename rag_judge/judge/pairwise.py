@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rag_judge._version import __version__
-from rag_judge.data.sample import Sample
+from rag_judge.data.sample import Sample, duplicate_id
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.judge.asking import Outcome, ask_sync
 from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
@@ -261,12 +261,10 @@ class PairwiseJudge(BaseModel):
 
 
 def _by_id(samples: Sequence[Sample], label: str) -> dict[str, Sample]:
-    out: dict[str, Sample] = {}
-    for s in samples:
-        if s.id in out:
-            raise DataError(f"{label}: sample id {s.id!r} appears twice; ids must be unique")
-        out[s.id] = s
-    return out
+    dup = duplicate_id(s.id for s in samples)
+    if dup is not None:
+        raise DataError(f"{label}: sample id {dup!r} appears twice; ids must be unique")
+    return {s.id: s for s in samples}
 
 
 def _verdict(order: Order, outcome: Outcome[Preference]) -> PairVerdict:

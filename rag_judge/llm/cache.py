@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rag_judge._async import BackgroundWriter
 from rag_judge.llm.base import Completion
 
 __all__ = ["SqliteCache"]
@@ -35,14 +36,9 @@ _INSERT = "INSERT OR REPLACE INTO completions (key, completion, created) VALUES 
 _STORED_FIELDS = ("choices", "prompt_tokens", "completion_tokens", "token_logprobs", "score_probs")
 
 
-def _settle(batch: asyncio.Future[None], error: BaseException | None) -> None:
-    if batch.done():
-        return
-    if error is None:
-        batch.set_result(None)
-    else:
-        batch.set_exception(error)
-        batch.exception()  # counted as retrieved: its callers get it through shield()
+def _retrieved(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _encode(completion: Completion) -> str:
@@ -84,12 +80,9 @@ class SqliteCache:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute(_SCHEMA)
-        # Rows waiting for the writer thread, and one future per event loop for their batch.
-        self._wake = threading.Condition()
-        self._pending: list[tuple[str, str, float]] = []
-        self._waiters: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
-        self._writer: threading.Thread | None = None
-        self._closing = False
+        self._writer: BackgroundWriter[tuple[str, str, float]] = BackgroundWriter(
+            self._commit, name="rag-judge-cache"
+        )
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -124,47 +117,20 @@ class SqliteCache:
         The commit (about a twentieth of a millisecond, much more when SQLite checkpoints its
         WAL) happens on a writer thread, with the GIL released, instead of on the loop's
         thread between two calls; rows that queue up meanwhile share one transaction."""
-        loop = asyncio.get_running_loop()
         row = (key, _encode(completion), time.time())
-        with self._wake:
-            if self._closing:
-                raise RuntimeError(f"{self!r} is closed")
-            self._pending.append(row)
-            batch = self._waiters.get(loop)
-            if batch is None:
-                batch = self._waiters[loop] = loop.create_future()
-            if self._writer is None:
-                self._writer = threading.Thread(
-                    target=self._drain, name="rag-judge-cache", daemon=True
-                )
-                self._writer.start()
-            self._wake.notify()
-        await asyncio.shield(batch)  # shared by the batch: one cancelled caller must not end it
+        written = asyncio.wrap_future(self._writer.submit([row]))
+        written.add_done_callback(_retrieved)  # a cancelled caller leaves no unread error
+        await asyncio.shield(written)  # one cancelled caller must not cancel the write
 
-    def _drain(self) -> None:
-        while True:
-            with self._wake:
-                while not self._pending and not self._closing:
-                    self._wake.wait()
-                if not self._pending:
-                    return
-                rows, self._pending = self._pending, []
-                waiters, self._waiters = self._waiters, {}
-            error: BaseException | None = None
+    def _commit(self, rows: list[tuple[str, str, float]]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN")
             try:
-                with self._lock:
-                    self._conn.execute("BEGIN")
-                    try:
-                        self._conn.executemany(_INSERT, rows)
-                        self._conn.execute("COMMIT")
-                    except BaseException:
-                        self._conn.execute("ROLLBACK")
-                        raise
-            except Exception as exc:  # handed to every waiter of the batch
-                error = exc
-            for loop, batch in waiters.items():
-                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                    loop.call_soon_threadsafe(_settle, batch, error)
+                self._conn.executemany(_INSERT, rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
@@ -180,14 +146,13 @@ class SqliteCache:
 
     def close(self) -> None:
         """Commit what ``store`` has queued, stop the writer thread, close the file."""
-        with self._wake:
-            self._closing = True
-            writer, self._writer = self._writer, None
-            self._wake.notify()
-        if writer is not None:
-            writer.join()
-        with self._lock:
-            self._conn.close()
+        try:
+            # A failed write already reached the ``store`` calls that made it.
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        finally:
+            with self._lock:
+                self._conn.close()
 
     def __enter__(self) -> SqliteCache:
         return self

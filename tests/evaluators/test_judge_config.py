@@ -10,24 +10,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import DryRun
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.llm.base import Completion, CompletionRequest
 from rag_judge.llm.providers.stub import StubClient
 from rag_judge.report.model import MetricInfo, MetricKind
-
-
-def _sample(i: int, **extra: Any) -> Sample:
-    data: dict[str, Any] = {
-        "id": f"s{i}",
-        "question": f"Question {i}?",
-        "contexts": [{"id": f"d{i}", "text": f"Context for question {i}."}],
-        "answer": f"A{i}",
-        "references": [f"Reference {i}."],
-    }
-    return Sample.model_validate({**data, **extra})
+from tests.evaluators import judge_sample
 
 
 @pytest.mark.parametrize(
@@ -60,7 +49,7 @@ def test_validation_reads_no_file_and_prepare_loads_the_templates(tmp_path: Path
     with pytest.raises(ConfigError, match=r"broken\.j2"):
         judge.prepare()
     with pytest.raises(ConfigError, match=r"broken\.j2"):
-        judge.evaluate([_sample(1)])
+        judge.evaluate([judge_sample(1)])
     absent = JudgeEvaluator(rubrics=[str(tmp_path / "absent.yaml")], cache=None)
     with pytest.raises(ConfigError, match="rubric file not found"):
         absent.metric_names()  # names need the file: read when they are asked for
@@ -84,13 +73,15 @@ def test_inline_and_yaml_rubrics(tmp_path: Path) -> None:
         }
     )  # fmt: skip
     assert judge.metric_names() == ["brevity", "brevity_norm", "tone", "tone_norm"]
-    result = judge.evaluate([_sample(1)], client=StubClient(lambda r: '{"reason":"r","score":2}'))
+    result = judge.evaluate(
+        [judge_sample(1)], client=StubClient(lambda r: '{"reason":"r","score":2}')
+    )
     assert result.scores["brevity"] == [2] and result.scores["tone_norm"] == [0.25]
     assert json.loads(judge.model_dump_json())["rubrics"][1] == str(path)
 
 
 def test_dry_run_counts_prompts_and_skips() -> None:
-    samples = [_sample(1), _sample(2, references=[], contexts=["a", "b", "c"])]
+    samples = [judge_sample(1), judge_sample(2, references=[], contexts=["a", "b", "c"])]
     judge = JudgeEvaluator(cache=None)  # faithfulness, answer_relevance, correctness, ctx rel.
     plan = judge.dry_run(samples)
     assert isinstance(plan, DryRun)
@@ -106,7 +97,7 @@ def test_default_cache_follows_the_cache_folder_policy(
     assert judge.cache == "default"
     monkeypatch.setenv("RAG_JUDGE_CACHE_DIR", str(tmp_path / "cache"))  # read at run time
     assert judge.cache_path() == tmp_path / "cache" / "judge.sqlite"
-    judge.evaluate([_sample(1)])
+    judge.evaluate([judge_sample(1)])
     assert (tmp_path / "cache" / "judge.sqlite").is_file()
     assert JudgeEvaluator(cache=None).cache_path() is None
 
@@ -127,4 +118,4 @@ def test_a_client_without_capabilities_is_a_clear_error() -> None:
             raise AssertionError("never called")
 
     with pytest.raises(ConfigError, match="lacks the capability attribute"):
-        JudgeEvaluator(rubrics=["fluency"], cache=None).evaluate([_sample(1)], client=Bare())  # type: ignore[arg-type]
+        JudgeEvaluator(rubrics=["fluency"], cache=None).evaluate([judge_sample(1)], client=Bare())  # type: ignore[arg-type]

@@ -610,7 +610,7 @@ def test_closing_the_engine_stops_the_cache_it_opened(tmp_path: Path) -> None:
             results = engine.run_sync([req(f"q{round_}-{i}") for i in range(5)])
             assert all(isinstance(r, Completion) for r in results)
             assert cache_writers() - before  # a writer thread committed the rows
-        assert engine.cache is not None and engine.cache._writer is None
+        assert engine.cache is not None and not engine.cache._writer.running
         with pytest.raises(sqlite3.ProgrammingError, match="closed"):
             len(engine.cache)  # the connection is closed too
     assert not cache_writers() - before
@@ -625,7 +625,7 @@ def test_a_cache_passed_in_stays_open_for_its_owner(tmp_path: Path) -> None:
         with JudgeEngine(StubClient(fixed(3)), cache=cache) as engine:
             (again,) = engine.run_sync([req("a")])  # the same cache, still open
         assert isinstance(again, Completion) and again.cached and len(cache) == 1
-    assert cache._writer is None
+    assert not cache._writer.running
 
 
 def test_async_rounds_in_one_loop_close_the_client_once_at_the_end(

@@ -5,9 +5,7 @@ rag-judge's one cache folder (:func:`rag_judge.resources.cache_dir`) unless told
 from __future__ import annotations
 
 import json
-import queue
 import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge._async import BackgroundWriter
 from rag_judge.resources import cache_dir
 
 __all__ = ["EmbeddingCache", "TokenEmbeddings"]
@@ -48,9 +47,11 @@ class EmbeddingCache:
             " dim INTEGER NOT NULL, ids BLOB NOT NULL, vectors BLOB NOT NULL);"
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
         )
-        self._queue: queue.Queue[list[tuple[str, TokenEmbeddings]] | None] = queue.Queue()
-        self._writer: threading.Thread | None = None
-        self._error: BaseException | None = None
+        # The writer thread's own connection, opened on its first write.
+        self._writer_db: sqlite3.Connection | None = None
+        self._writer: BackgroundWriter[tuple[str, TokenEmbeddings]] = BackgroundWriter(
+            self._write, name="rag-judge-embeddings", finish=self._close_writer_db
+        )
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
@@ -73,38 +74,30 @@ class EmbeddingCache:
         return found
 
     def put_later(self, items: list[tuple[str, TokenEmbeddings]]) -> None:
-        if self._writer is None:
-            self._writer = threading.Thread(target=self._drain, daemon=True)
-            self._writer.start()
-        self._queue.put(items)
+        """Queue entries for the writer thread; ``flush`` or ``close`` waits for them."""
+        self._writer.submit(items)
 
-    def _drain(self) -> None:
-        db = self._connect()
-        try:
-            while (items := self._queue.get()) is not None:
-                rows = [
-                    (k, len(e.ids), e.vectors.shape[1], e.ids.astype(np.int32).tobytes(),
-                     np.ascontiguousarray(e.vectors, dtype=np.float32).tobytes())
-                    for k, e in items
-                ]  # fmt: skip
-                with db:
-                    db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?,?)", rows)
-        except BaseException as exc:  # re-raised by flush(); keep draining so nobody blocks
-            self._error = exc
-            while self._queue.get() is not None:
-                pass
-        finally:
-            db.close()
+    def _write(self, items: list[tuple[str, TokenEmbeddings]]) -> None:
+        if self._writer_db is None:
+            self._writer_db = self._connect()
+        rows = [
+            (k, len(e.ids), e.vectors.shape[1], e.ids.astype(np.int32).tobytes(),
+             np.ascontiguousarray(e.vectors, dtype=np.float32).tobytes())
+            for k, e in items
+        ]  # fmt: skip
+        with self._writer_db:
+            self._writer_db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?,?)", rows
+            )
+
+    def _close_writer_db(self) -> None:
+        if self._writer_db is not None:
+            self._writer_db.close()
+            self._writer_db = None
 
     def flush(self) -> None:
         """Wait until every queued embedding is stored; re-raise a failed write."""
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join()
-            self._writer = None
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
+        self._writer.flush()
 
     def get_meta(self, key: str) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -116,6 +109,6 @@ class EmbeddingCache:
 
     def close(self) -> None:
         try:
-            self.flush()
+            self._writer.close()
         finally:
             self._db.close()
