@@ -11,7 +11,8 @@
    ``--repeat`` times, each with a fresh engine and an empty cache; the median run is the
    figure. ``floor_s`` is the wall time with zero overhead (whole rounds of ``--concurrency``
    calls). The same load with a stub client that just awaits the latency measures the
-   scheduler alone.
+   scheduler alone. ``server_requests`` (what the server saw over all runs, warm-ups included)
+   must equal ``usage_requests`` (the engines' ``requests + retries``).
 2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
 3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
    achieved over ``--rpm-seconds`` (goal: within 5 % of the limit) and the 429s provoked
@@ -98,18 +99,20 @@ def client_for(base_url: str) -> OpenAIClient:
 
 
 def _timed_run(url: str, requests: list[CompletionRequest], args: argparse.Namespace,
-               cache_path: Path) -> tuple[float, float, int]:  # fmt: skip
-    """One cold run (fresh engine and client, empty cache): wall s, client CPU s, completions.
-    A warm-up call first (the SDK's lazy imports, the connection pools), in the same loop."""
+               cache_path: Path) -> tuple[float, float, int, int]:  # fmt: skip
+    """One cold run (fresh engine and client, empty cache): wall s, client CPU s, completions,
+    and the HTTP requests the engine's usage counted (warm-up included). A warm-up call first
+    (the SDK's lazy imports, the connection pools), in the same loop."""
 
-    async def run() -> tuple[float, float, int]:
+    async def run() -> tuple[float, float, int, int]:
         engine = JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency)
         async with engine:
             await engine.run([judgment(-1)])
             start, cpu = time.perf_counter(), time.process_time()
             results = await engine.run(requests)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return wall, cpu, sum(isinstance(r, Completion) for r in results)
+        ok = sum(isinstance(r, Completion) for r in results)
+        return wall, cpu, ok, engine.usage.requests + engine.usage.retries
 
     return asyncio.run(run())
 
@@ -119,7 +122,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     zero requests."""
     requests = [judgment(i) for i in range(args.n)]
     ideal = args.n / args.concurrency * args.latency
-    runs: list[tuple[float, float, int]] = []
+    runs: list[tuple[float, float, int, int]] = []
     with fake_server(args.latency) as url:
         for rep in range(args.repeat):
             cache_path = tmp / f"cache-{rep}.sqlite"
@@ -130,7 +133,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             again = rerun.run_sync(requests)
             rerun_wall = time.perf_counter() - start
         sent_rerun = stats(url)["requests"] - sent
-    walls = sorted(w for w, _, _ in runs)
+    walls = sorted(w for w, _, _, _ in runs)
     median = walls[len(walls) // 2]
     out: dict[str, Any] = {
         "judgments": args.n,
@@ -140,13 +143,15 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "floor_s": round(-(-args.n // args.concurrency) * args.latency, 3),
         "repeats": args.repeat,
         "http": client_for("http://127.0.0.1:1/v1").http,
-        "ok": min(ok for _, _, ok in runs),
+        "ok": min(ok for _, _, ok, _ in runs),
         "wall_s_median": round(median, 3),
         "efficiency_median": round(ideal / median, 3),
         "efficiency_best": round(ideal / walls[0], 3),
         "client_cpu_ms_per_call": round(
-            sorted(c for _, c, _ in runs)[len(runs) // 2] / args.n * 1000, 3
+            sorted(c for _, c, _, _ in runs)[len(runs) // 2] / args.n * 1000, 3
         ),
+        "server_requests": sent,
+        "usage_requests": sum(counted for _, _, _, counted in runs),
     }
     out.update(
         cached_rerun_wall_s=round(rerun_wall, 3),

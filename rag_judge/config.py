@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 import re
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+)
 
 from rag_judge.analysis.gates import parse_threshold
 from rag_judge.errors import ConfigError, format_loc
@@ -56,6 +65,20 @@ class ExperimentConfig(BaseModel):
     evaluators: list[SerializeAsAny[Evaluator]] = Field(min_length=1)
     # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
     gates: dict[str, str | float] = Field(default_factory=dict)
+    # `rag-judge run` exits 3 when more than this share of any evaluator's values failed
+    # (errors, unscored verdicts, missing inputs), and whatever it is set to, when an evaluator
+    # produced no value at all; the default, 1.0, fails only the latter.
+    max_error_rate: float = 1.0
+
+    @field_validator("max_error_rate")
+    @classmethod
+    def _valid_rate(cls, rate: float) -> float:
+        if not 0.0 <= rate <= 1.0:  # NaN fails too
+            raise ValueError(
+                f"max_error_rate must be between 0 and 1 (the share of an evaluator's values "
+                f"that may fail, e.g. 0.05), got {rate:g}"
+            )
+        return rate
 
     @field_validator("gates")
     @classmethod
@@ -119,7 +142,7 @@ def load_experiments(
             out.append((name, ExperimentConfig.model_validate(variant)))
         except ValidationError as exc:
             where = f" (variant {name})" if name else ""
-            raise ConfigError(_describe(exc, path, root) + where) from None
+            raise ConfigError(_describe(exc, path, root, variant) + where) from None
     return out
 
 
@@ -153,30 +176,113 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     return data, root
 
 
-def _describe(exc: ValidationError, path: Path, root: yaml.Node | None) -> str:
+def _describe(
+    exc: ValidationError, path: Path, root: yaml.Node | None, raw: dict[str, Any] | None = None
+) -> str:
+    """``file:line: key.path: message`` for each problem. An unknown key is named with the
+    closest legal key and the legal keys at its level (found by walking the model classes along
+    its location in ``raw``, the mapping validated); the value is never echoed."""
     problems = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key {loc[-1]!r}"
-        line = _line_of(root, loc)
+        unknown = err["type"] == "extra_forbidden"
+        if unknown:
+            msg = _unknown_key(str(loc[-1]), _legal_keys(loc[:-1], raw))
+        line = _line_of(root, loc, at_key=unknown)
         where = f"{path}:{line}" if line else str(path)
         problems.append(f"{where}: {format_loc(loc)}: {msg}")
     return "\n".join(problems)
 
 
-def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """1-based line of the YAML node at ``loc``, or of its nearest existing parent."""
+def _unknown_key(key: str, legal: list[str] | None) -> str:
+    msg = f"unknown key {key!r}"
+    if not legal:
+        return msg
+    close = difflib.get_close_matches(key, legal, n=1) or difflib.get_close_matches(
+        key.lower(), [k.lower() for k in legal], n=1
+    )
+    if close:
+        match = next(k for k in legal if k.lower() == close[0].lower())
+        msg += f" (did you mean {match!r}?)"
+    return f"{msg}; legal keys: {', '.join(legal)}"
+
+
+def _legal_keys(loc: tuple[int | str, ...], raw: Any) -> list[str] | None:
+    """The keys the mapping at ``loc`` of a raw config may hold, or None where that is not
+    known: the fields (by alias) of the model class found by walking ``ExperimentConfig``'s
+    annotations along ``loc``; an evaluator's class is looked up from its ``type``."""
+    annotation: Any = ExperimentConfig
+    node: Any = raw
+    for part in loc:
+        model = _model_of(annotation, node)
+        if model is not None and isinstance(part, str):
+            field = next(
+                (f for name, f in model.model_fields.items() if part in (name, f.alias)), None
+            )
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif isinstance(part, int) and get_origin(_unwrap(annotation)) in (list, tuple):
+            args = [a for a in get_args(_unwrap(annotation)) if a is not Ellipsis]
+            if len(args) != 1:
+                return None
+            annotation = args[0]
+        else:
+            return None
+        node = _child_of(node, part)
+    model = _model_of(annotation, node)
+    if model is None:
+        return None
+    keys = [f.alias or name for name, f in model.model_fields.items()]
+    return [*keys, "matrix"] if model is ExperimentConfig else keys
+
+
+def _unwrap(annotation: Any) -> Any:
+    while get_origin(annotation) is Annotated:  # SerializeAsAny[X] and Field metadata
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def _model_of(annotation: Any, node: Any) -> type[BaseModel] | None:
+    """The model class an annotation (or one member of a union) names; for an evaluator, the
+    class the raw mapping's ``type`` names."""
+    annotation = _unwrap(annotation)
+    if get_origin(annotation) in (Union, UnionType):
+        members = [_model_of(a, node) for a in get_args(annotation)]
+        return next((m for m in members if m is not None), None)
+    if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return None
+    if issubclass(annotation, Evaluator):
+        try:
+            return evaluator_class(node.get("type") if isinstance(node, dict) else None)
+        except ValueError:
+            return None
+    return annotation
+
+
+def _child_of(node: Any, part: int | str) -> Any:
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
+
+
+def _line_of(
+    node: yaml.Node | None, loc: tuple[int | str, ...], *, at_key: bool = False
+) -> int | None:
+    """1-based line of the YAML node at ``loc``, or of its nearest existing parent; with
+    ``at_key``, of the last key itself rather than its value (an unknown key)."""
     if node is None:
         return None
     line = node.start_mark.line + 1
-    for part in loc:
+    for depth, part in enumerate(loc, start=1):
         child = None
         if isinstance(node, yaml.MappingNode):
-            child = next((v for k, v in node.value if k.value == part), None)
-            if child is None:  # an unknown key: point at the key itself
-                child = next((k for k, _ in node.value if k.value == part), None)
+            keys = [(k, v) for k, v in node.value if k.value == part]
+            if keys:
+                child = keys[0][0] if at_key and depth == len(loc) else keys[0][1]
         elif (
             isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
         ):

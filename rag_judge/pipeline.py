@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +45,24 @@ class RunResult:
 
     report: Report
     samples: list[Sample]
+    # Each step of the run and the metrics it produced: "target" -> ["latency_s"] when there
+    # is a target, then "evaluators[i] (type)" -> that evaluator's metric_names().
+    steps: dict[str, list[str]] = field(default_factory=dict)
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """report.json, report.md and report.html into ``out_dir``; returns the paths."""
         return write_report(self.report, out_dir)
+
+    def failure_counts(self) -> dict[str, tuple[int, int]]:
+        """(failed values, all values) of each step, over its metrics in the summary; a
+        failure of any kind counts (error, unscored verdict, missing input). A judge rubric's
+        normalised twin repeats its verdicts, so it is not counted again."""
+        out = {}
+        for step, metrics in self.steps.items():
+            found = [self.report.summary[m] for m in metrics if m in self.report.summary]
+            own = [s for s in found if s.normalises is None]
+            out[step] = (sum(s.errors for s in own), sum(s.n + s.errors for s in own))
+        return out
 
 
 class Pipeline:
@@ -95,13 +109,16 @@ class Pipeline:
         self.prepare()
         samples = list(self.load_dataset() if dataset is None else dataset)
         outputs: list[tuple[EvaluatorResult, dict[str, MetricInfo]]] = []
+        steps: dict[str, list[str]] = {}
         if self.config.target is not None:
             samples, called = self._call_target(samples)
             outputs.append((called, {"latency_s": LATENCY}))
-        for evaluator in self.config.evaluators:
+            steps["target"] = ["latency_s"]
+        for i, evaluator in enumerate(self.config.evaluators):
             info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
             outputs.append((self._run_one(evaluator, samples), info))
-        return RunResult(self._report(samples, outputs), samples)
+            steps[f"evaluators[{i}] ({evaluator.type})"] = list(info)
+        return RunResult(self._report(samples, outputs), samples, steps)
 
     def _report(
         self,

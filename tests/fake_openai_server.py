@@ -8,10 +8,21 @@
 It implements ``POST /v1/chat/completions`` on an ephemeral port, with asyncio on a background
 thread (so 64+ concurrent keep-alive connections cost nothing). Each request takes the next
 scripted ``Reply`` (a list), or whatever ``script(body)`` returns (a function); a plain string is
-a 200 reply with that text. Options: ``latency`` seconds added to every reply,
-``rpm_limit`` (a token bucket of one second's worth of requests, answered with 429 and counted
-in ``rate_limited`` when exceeded), ``reject_response_format`` (400 to any request asking for
-structured output, as servers without it do). ``GET /v1/stats`` returns the counts.
+a 200 reply with that text. ``received`` counts the requests that arrived (every one, refused or
+not), to compare with what a client's usage says. Options: ``latency`` seconds added to every
+reply, ``rpm_limit`` (a token bucket of one second's worth of requests, answered with 429 and
+counted in ``rate_limited`` when exceeded), ``reject_response_format`` (400 to any request asking
+for structured output, as servers without it do; ``True`` for OpenAI's error shape, or the
+``Reply`` to send), ``pinned_model`` (400 with FastAPI's ``{"detail": ...}`` to a request for
+another model, as a server serving one model does), ``ignores`` (request parameters the server
+acts as if absent, as many compatible servers do: ``"response_format"``, ``"logprobs"`` (and
+``top_logprobs``), ``"n"``). ``GET /v1/stats`` returns the counts.
+
+Replies beyond a plain text: ``error`` (OpenAI's ``{"error": {"message": ...}}``),
+``fastapi_error`` (``{"detail": ...}``), ``ollama_error`` (``{"error": "..."}``), ``text_error``
+(a plain-text body), ``malformed`` (not JSON), ``hang``, ``truncated`` (``finish_reason``
+"length", the text cut before its end), and ``Reply(..., choices=k, logprobs=False)`` for a
+server that returns fewer choices than asked or no logprobs.
 
 Run as a script it serves in its own process (for benchmarks: no GIL shared with the client),
 prints its base URL, and stops when stdin closes:
@@ -24,11 +35,22 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "Reply", "chat", "error", "hang", "malformed"]
+__all__ = [
+    "FakeOpenAIServer",
+    "Reply",
+    "chat",
+    "error",
+    "fastapi_error",
+    "hang",
+    "malformed",
+    "ollama_error",
+    "text_error",
+    "truncated",
+]
 
 
 @dataclass
@@ -42,6 +64,10 @@ class Reply:
     body: Any = None
     delay: float = 0.0
     raw: bytes | None = None  # sent verbatim as the body (malformed JSON, an HTML error page)
+    content_type: str = "application/json"
+    finish_reason: str = "stop"
+    choices: int | None = None  # how many choices to return (None: the request's n)
+    logprobs: bool = True  # logprobs when the request asks (False: a server that ignores it)
 
 
 def chat(content: str, *, delay: float = 0.0) -> Reply:
@@ -53,6 +79,29 @@ def error(
 ) -> Reply:
     body = {"error": {"message": message, "type": "scripted", "code": str(status)}}
     return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+def fastapi_error(status: int, detail: Any) -> Reply:
+    """FastAPI's error body: ``{"detail": "..."}``, or a list of validation errors."""
+    return Reply(status=status, body={"detail": detail})
+
+
+def ollama_error(status: int, message: str) -> Reply:
+    """Ollama's (and TGI's) error body: ``{"error": "..."}``, the message a plain string."""
+    return Reply(status=status, body={"error": message})
+
+
+def text_error(status: int, text: str) -> Reply:
+    """An error whose body is plain text, not JSON (a proxy, a bare HTTP server)."""
+    return Reply(status=status, raw=text.encode(), content_type="text/plain; charset=utf-8")
+
+
+TRUNCATED = '{"reason": "The answer is grounded", "score": 4'
+
+
+def truncated(content: str = TRUNCATED) -> Reply:
+    """A reply cut short by max_tokens: ``finish_reason`` "length", the JSON never closed."""
+    return Reply(content=content, finish_reason="length")
 
 
 CUT_OFF = b'{"choices": [{"message": {"content": "cut o'
@@ -78,13 +127,20 @@ class FakeOpenAIServer:
         *,
         latency: float = 0.0,
         rpm_limit: float | None = None,
-        reject_response_format: bool = False,
+        reject_response_format: bool | Reply = False,
+        pinned_model: str | None = None,
+        ignores: Collection[str] = (),
         default: Reply | str = '{"reason": "default reply", "score": 3}',
     ) -> None:
         self._script = script if callable(script) or script is None else list(script)
         self._position = 0
         self.latency = latency
         self.reject_response_format = reject_response_format
+        self.pinned_model = pinned_model
+        unknown = set(ignores) - {"response_format", "logprobs", "n"}
+        if unknown:
+            raise ValueError(f"cannot ignore {sorted(unknown)}: response_format, logprobs, n")
+        self.ignores = frozenset(ignores)
         self.default = default
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -103,6 +159,11 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def received(self) -> int:
+        """Chat-completion requests that arrived, whatever the answer."""
+        return len(self.requests)
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -149,8 +210,9 @@ class FakeOpenAIServer:
                 data = await reader.readexactly(size) if size else b""
                 status, extra, payload = await self._answer(method, path, headers, data)
                 blob = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                head = [f"HTTP/1.1 {status} X", "Content-Type: application/json"]
-                head += [f"Content-Length: {len(blob)}", *(f"{k}: {v}" for k, v in extra.items())]
+                extra = {"Content-Type": "application/json", **extra}
+                head = [f"HTTP/1.1 {status} X", f"Content-Length: {len(blob)}"]
+                head += [f"{k}: {v}" for k, v in extra.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + blob)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -204,22 +266,38 @@ class FakeOpenAIServer:
         if not self._take_token():
             self.rate_limited += 1
             return 429, {"Retry-After": "1"}, {"error": {"message": "rate limit exceeded"}}
-        if self.reject_response_format and "response_format" in body:
+        if self.pinned_model is not None and body.get("model") != self.pinned_model:
+            return 400, {}, {"detail": f"Server is pinned to {self.pinned_model!r}"}
+        seen = {k: v for k, v in body.items() if not self._ignored(k)}
+        refusal = self.reject_response_format
+        if refusal is not False and "response_format" in seen:
+            if isinstance(refusal, Reply):
+                return self._send(refusal)
             return 400, {}, {"error": {"message": "response_format is not supported"}}
         reply = self._next(body)
         if reply.delay or self.latency:
             await asyncio.sleep(reply.delay + self.latency)
+        return self._send(reply, seen)
+
+    def _ignored(self, name: str) -> bool:
+        return name in self.ignores or (name == "top_logprobs" and "logprobs" in self.ignores)
+
+    def _send(
+        self, reply: Reply, body: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, str], Any]:
+        headers = {**reply.headers, "Content-Type": reply.content_type}
         if reply.raw is not None:
-            return reply.status, reply.headers, reply.raw
-        if reply.status != 200:
-            return reply.status, reply.headers, reply.body
-        return 200, reply.headers, _completion(body, reply.content, len(self.requests))
+            return reply.status, headers, reply.raw
+        if reply.status != 200 or body is None:
+            return reply.status, headers, reply.body
+        return 200, headers, _completion(body, reply, len(self.requests))
 
 
-def _completion(body: dict[str, Any], content: str, serial: int) -> dict[str, Any]:
+def _completion(body: dict[str, Any], reply: Reply, serial: int) -> dict[str, Any]:
+    content = reply.content
     prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
     logprobs = None
-    if body.get("logprobs"):
+    if body.get("logprobs") and reply.logprobs:
         top = int(body.get("top_logprobs") or 1)
         tokens = content.split() or [""]
         logprobs = {
@@ -236,14 +314,16 @@ def _completion(body: dict[str, Any], content: str, serial: int) -> dict[str, An
                 for t in tokens
             ]
         }
-    choice = {"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+    choice = {"message": {"role": "assistant", "content": content}}
+    count = reply.choices if reply.choices is not None else int(body.get("n") or 1)
     return {
         "id": f"chatcmpl-fake-{serial}",
         "object": "chat.completion",
         "created": 0,
         "model": body.get("model", "fake"),
         "choices": [
-            {"index": i, **choice, "logprobs": logprobs} for i in range(int(body.get("n") or 1))
+            {"index": i, **choice, "logprobs": logprobs, "finish_reason": reply.finish_reason}
+            for i in range(count)
         ],
         "usage": {
             "prompt_tokens": prompt // 4 + 1,

@@ -162,3 +162,42 @@ def test_a_crashing_evaluator_fails_only_its_own_metrics(monkeypatch: pytest.Mon
     assert report.summary["mrr"].n == 2
     assert report.summary["map"].errors == 2
     assert "kaput" in report.samples[0].errors["map"].message
+
+
+def test_run_result_counts_failed_values_per_step(tmp_path: Path) -> None:
+    """What `rag-judge run` checks max_error_rate against: per step (the target, each
+    evaluator), failed values / all values; a judge rubric's normalised twin counts once."""
+    from rag_judge import ExperimentConfig, JudgeEvaluator
+
+    target = tmp_path / "flaky.py"
+    target.write_text(
+        "def answer(question):\n"
+        "    if 'first' in question:\n"
+        "        raise RuntimeError('down')\n"
+        "    return {'answer': 'yes', 'contexts': [{'id': 'd1', 'text': 'yes'}]}\n"
+    )
+    samples = [
+        Sample(id="a", question="the first", relevance={"d1": 1}),
+        Sample(id="b", question="the second", relevance={"d1": 1}),
+        Sample(id="c", question="the third"),  # no judgments: retrieval fails it
+    ]
+    config = ExperimentConfig(
+        target=f"{target}:answer",
+        evaluators=[
+            RetrievalEvaluator(metrics=["mrr", "map"]),
+            JudgeEvaluator(rubrics=["faithfulness"], cache=None),
+        ],
+    )
+    result = Pipeline(config).run(samples)
+    assert result.steps == {
+        "target": ["latency_s"],
+        "evaluators[0] (retrieval)": ["mrr", "map"],
+        "evaluators[1] (judge)": ["faithfulness", "faithfulness_norm"],
+    }
+    # a: the target failed, so a has no answer and no contexts (an empty ranking scores 0,
+    # faithfulness lacks its inputs); c has no relevance judgments
+    assert result.failure_counts() == {
+        "target": (1, 3),
+        "evaluators[0] (retrieval)": (2, 6),
+        "evaluators[1] (judge)": (1, 3),
+    }

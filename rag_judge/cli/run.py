@@ -1,9 +1,18 @@
-"""``rag-judge run CONFIG``: every experiment of a config, its reports, gates and comparison."""
+"""``rag-judge run CONFIG``: every experiment of a config, its reports, gates and comparison.
+
+After each experiment, failed values (errors, unscored verdicts, missing inputs) and failed
+model calls are summarised on stderr with their first distinct reasons, and the run exits 3
+when an evaluator failed beyond the config's ``max_error_rate`` (always when one produced no
+value at all).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -12,16 +21,46 @@ from rag_judge.analysis.gates import check_gates
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments
-from rag_judge.pipeline import Pipeline
+from rag_judge.pipeline import Pipeline, RunResult
 from rag_judge.report.markdown import summary_table
-from rag_judge.report.model import Report
+from rag_judge.report.model import FailureKind, Report
 from rag_judge.resources import resolve_config
 
-__all__ = ["add_parser", "run"]
+__all__ = [
+    "EXIT_EVALUATOR_FAILED",
+    "EXIT_GATE_FAILED",
+    "add_parser",
+    "evaluator_failures",
+    "failure_summary",
+    "run",
+]
+
+EXIT_GATE_FAILED = 1  # a gate (config ``gates`` or --fail-under) failed
+EXIT_EVALUATOR_FAILED = 3  # an evaluator failed beyond max_error_rate, or produced no value
+MAX_REASONS = 3  # distinct failure reasons shown on stderr
+MAX_REASON_CHARS = 300
+
+EXIT_CODES = """exit status:
+  0  every experiment ran; its gates (if any) passed
+  1  a gate failed (the config's gates or --fail-under)
+  2  bad input: the config, the dataset, an option
+  3  an evaluator failed: more than max_error_rate of its values failed (errors, unscored
+     verdicts, missing inputs), or it produced no value at all (e.g. the judge server is
+     down, base_url lacks /v1, the model name is wrong); takes precedence over 1
+
+Failed values and model calls are summarised on stderr with their first distinct reasons;
+every reason is in report.json (samples[].errors) and report.md."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run_ = subparsers.add_parser("run", help="run an experiment config and write its report")
+    run_ = subparsers.add_parser(
+        "run",
+        help="run an experiment config and write its report",
+        description="Run every experiment of a config (one per matrix variant), write its "
+        "reports, check its gates.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run_.add_argument("config", help="YAML experiment config (e.g. configs/demo.yaml)")
     run_.add_argument("--dataset", type=Path, help="dataset file, overriding the config's")
     run_.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
@@ -30,12 +69,28 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="render every model prompt and estimate tokens and cost; call nothing",
     )
+    run_.add_argument(
+        "--max-error-rate", type=_rate, metavar="RATE",
+        help="exit 3 when more than RATE (0-1) of any evaluator's values failed (default: "
+        "the config's max_error_rate, 1.0 unless set: only when one produced no value at all)",
+    )  # fmt: skip
     add_fail_under(run_)  # adds to the config's gates
     run_.set_defaults(handler=run)
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run each experiment (one, or one per matrix variant); 1 if a gate failed."""
+    """Run each experiment (one, or one per matrix variant): 3 if an evaluator failed (beyond
+    ``max_error_rate``), else 1 if a gate failed, else 0."""
     overrides = {"dataset": str(args.dataset)} if args.dataset else None
     experiments = load_experiments(resolve_config(args.config), overrides)
     extra_gates = thresholds_from_cli(args.fail_under)
@@ -44,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     first = experiments[0][1]
     base_out = args.out or first.output_dir or Path("runs") / first.name
     failed = False
+    broken = False  # an evaluator failed beyond max_error_rate
     reports: list[tuple[str, Report]] = []  # (its folder, the report), for the comparison
     for name, config in experiments:
         out = base_out / folder_name(name) if name else base_out
@@ -58,6 +114,14 @@ def run(args: argparse.Namespace) -> int:
             verdict = check_gates(result.report, gates)
             print(verdict.render())
             failed |= not verdict.passed
+        max_rate = config.max_error_rate if args.max_error_rate is None else args.max_error_rate
+        over = evaluator_failures(result, max_rate)
+        summary = failure_summary(result, over, max_rate)
+        if summary:
+            prefix = f"rag-judge: {name}: " if name else "rag-judge: "
+            for line in summary.splitlines():
+                print(line if line.startswith(" ") else prefix + line, file=sys.stderr)
+        broken |= bool(over)
     if len(reports) > 1:
         # Every variant against the first, paired by sample id, on the reports just made.
         (base_label, base), *news = reports
@@ -66,7 +130,73 @@ def run(args: argparse.Namespace) -> int:
         markdown = render_markdown(comparison)
         (base_out / "comparison.md").write_text(markdown)
         print("\n" + markdown)
-    return 1 if failed else 0
+    if broken:
+        return EXIT_EVALUATOR_FAILED
+    return EXIT_GATE_FAILED if failed else 0
+
+
+def evaluator_failures(result: RunResult, max_error_rate: float) -> dict[str, tuple[int, int]]:
+    """The steps of a run (``target``, ``evaluators[i] (type)``) that failed: more than
+    ``max_error_rate`` of their values failed, or all of them; as (failed, all) values."""
+    return {
+        step: (bad, total)
+        for step, (bad, total) in result.failure_counts().items()
+        if total and (bad == total or bad / total > max_error_rate)
+    }
+
+
+def failure_summary(
+    result: RunResult, over: dict[str, tuple[int, int]], max_error_rate: float
+) -> str:
+    """A few lines for stderr: how many values and model calls failed, the first distinct
+    reasons (errors first, then unscored verdicts, then missing inputs), and each step that
+    failed beyond ``max_error_rate``; "" when nothing failed."""
+    counts = result.failure_counts()
+    bad = sum(b for b, _ in counts.values())
+    total = sum(t for _, t in counts.values())
+    calls = result.report.usage.failures
+    if not bad and not calls:
+        return ""
+    head = [f"{bad} of {total} values failed"] if bad else []
+    if calls:
+        head.append(f"{calls} model call{'s' if calls != 1 else ''} failed")
+    lines = ["; ".join(head)]
+    reasons = _reasons(result.report)
+    for (kind, message), (n, metrics) in reasons[:MAX_REASONS]:
+        if len(message) > MAX_REASON_CHARS:
+            message = message[: MAX_REASON_CHARS - 1] + "…"
+        where = ", ".join(metrics[:3]) + (", …" if len(metrics) > 3 else "")
+        lines.append(f"  {kind.value} ×{n} ({where}): {message}")
+    more = len(reasons) - MAX_REASONS
+    if more > 0:
+        lines.append(f"  … and {more} more distinct reason{'s' if more > 1 else ''}")
+    if reasons:
+        lines.append("  (every reason: samples[].errors in report.json, and report.md)")
+    for step, (b, t) in over.items():
+        why = "no value at all" if b == t else f"more than max_error_rate {max_error_rate:g}"
+        lines.append(f"{step} failed: {b} of {t} values failed ({b / t:.0%}), {why}")
+    return "\n".join(lines)
+
+
+def _reasons(report: Report) -> list[tuple[tuple[FailureKind, str], tuple[int, list[str]]]]:
+    """Distinct (kind, message) of the report's failures with their count of values and the
+    metrics they hit; errors first, then unscored, then missing inputs, most frequent first.
+    A judge rubric's normalised twin repeats its rubric's failure, so it is skipped."""
+    twins = {m for m, s in report.summary.items() if s.normalises is not None}
+    counts: Counter[tuple[FailureKind, str]] = Counter()
+    metrics: dict[tuple[FailureKind, str], list[str]] = {}
+    for sample in report.samples:
+        for metric, failure in sample.errors.items():
+            if metric in twins:
+                continue
+            key = (failure.kind, failure.message)
+            counts[key] += 1
+            hit = metrics.setdefault(key, [])
+            if metric not in hit:
+                hit.append(metric)
+    order = list(FailureKind)
+    ranked = sorted(counts, key=lambda k: (order.index(k[0]), -counts[k]))  # stable: first seen
+    return [(k, (counts[k], metrics[k])) for k in ranked]
 
 
 def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:

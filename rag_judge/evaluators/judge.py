@@ -9,14 +9,19 @@ quoted (``rag_judge.judge.asking``); after that the judgment is unscored: its sc
 instead of averaging a made-up value.
 
 ``judgments[rubric].attempts`` counts the requests made for that verdict (1 + re-asks);
-transport retries are in the engine's usage. ``context_relevance`` (``per_context``) judges
-each retrieved chunk on its own; the sample's score is the mean of its chunks' scores, and
-``rag_judge.judge.relevance`` turns those grades into graded relevance for the retrieval
-metrics.
+transport retries are in the engine's usage. A judgment also records what the server did
+where it differs from what was asked (``logprobs_missing``, ``choices_received``,
+``finish_reason``, ``structured_output``, ``schema_valid``, ``label_mass``; see
+``JudgeEvaluator``), and a rubric's signature says how its scores were actually computed.
+``context_relevance`` (``per_context``) judges each retrieved chunk on its own; the sample's
+score is the mean of its chunks' scores (unscored, naming the chunks without a grade, when any
+has none), and ``rag_judge.judge.relevance`` turns those grades into graded relevance for the
+retrieval metrics.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +52,7 @@ from rag_judge.judge.verdicts import (
     Scoring,
     Unscored,
     read_completion,
+    schema_valid,
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
@@ -55,6 +61,8 @@ from rag_judge.report.model import Failure, FailureKind, Judgment, MetricInfo, M
 from rag_judge.resources import cache_dir
 
 __all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
 NORM = "_norm"
@@ -74,11 +82,31 @@ class JudgeEvaluator(Evaluator):
 
     ``rubrics``: built-in names, ``.yaml`` rubric files, ``.j2`` template files or inline
     rubric mappings. ``cache``: SQLite file of completions; ``"default"`` is ``judge.sqlite`` in
-    rag-judge's cache folder (``$RAG_JUDGE_CACHE_DIR``, else ``.rag_judge_cache``), None: no
-    cache. ``logprobs``: G-Eval probability-weighted scores from the score token's top logprobs
-    (OpenAI-compatible servers); a client that scores labels (the ``local`` one) always scores
-    from its distribution over "1".."5". ``n`` > 1 samples several verdicts (needs
-    ``temperature`` > 0) and records their spread.
+    rag-judge's cache folder, resolved when the judge runs (``$RAG_JUDGE_CACHE_DIR``, else
+    ``.rag_judge_cache`` in the working folder); None: no cache. In a config file, a relative
+    ``cache`` path (like rubric files, template folders and the dataset) is relative to the
+    config file's folder, not to the working folder. ``logprobs``: G-Eval
+    probability-weighted scores from the score token's top logprobs (OpenAI-compatible
+    servers); a client that scores labels (the ``local`` one) always scores from its
+    distribution over "1".."5". ``n`` > 1 samples several verdicts (needs ``temperature`` > 0)
+    and records their spread.
+
+    A server may ignore ``logprobs``, ``n`` or the response format and still answer; the
+    judgments say what it actually did (fields absent when it did what was asked):
+    ``logprobs_missing`` (logprobs asked, none usable came back: the score is the judge's
+    stated integer), ``choices_received`` (fewer than ``n`` choices), ``finish_reason`` (when
+    not "stop"; an unreadable reply cut off at ``max_tokens`` is unscored with a reason that
+    says so), ``structured_output`` (whether the request carried the response format: False
+    when the server refused it and the client resent without), ``schema_valid`` (whether the
+    reply, as a whole, is JSON that ``VERDICT_SCHEMA`` accepts; absent for a client that scores
+    labels) and ``label_mass`` (the local client's probability mass on "1".."5").
+
+    The signature's ``scoring`` option names how the scores were computed: ``json`` (the
+    judge's stated integer), ``distribution`` (a label-scoring client), ``logprobs``. After a
+    run with ``logprobs`` it says what was actually used per rubric: ``logprobs`` when every
+    scored judgment had usable logprobs, ``integer`` when none had (all are stated integers),
+    ``mixed`` when some had (the mean mixes weighted and integer scores); one warning per run
+    names the rubrics and counts.
 
     Validation checks the shape only; ``prepare()`` reads rubric files and compiles the
     templates once (``evaluate`` calls it too).
@@ -129,11 +157,16 @@ class JudgeEvaluator(Evaluator):
 
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
-        """Rubric files and template folders named in a config are relative to its folder."""
+        """Rubric files, template folders and the cache file named in a config are relative to
+        its folder (``cache: default`` and ``~/...`` paths are left as they are)."""
 
         def local(path: Any) -> Any:
             relative = isinstance(path, str) and not Path(path).is_absolute()
             return str(base / path) if relative else path
+
+        cache = raw.get("cache")
+        if isinstance(cache, str) and cache != "default" and not cache.startswith("~"):
+            raw["cache"] = local(cache)
 
         rubrics = raw.get("rubrics")
         if isinstance(rubrics, list):
@@ -279,12 +312,13 @@ class JudgeEvaluator(Evaluator):
         outcomes, result.usage = ask_sync(
             lambda: self._engine(judge),
             [j.request for j in jobs],
-            lambda reply: read_completion(reply, scoring),
+            lambda reply: read_completion(reply, scoring, max_tokens=self.max_tokens),
             shape=VERDICT_SHAPE,
             reask=self.reask,
             progress=self.progress,
         )
-        _fill(result, jobs, outcomes)
+        _fill(result, jobs, outcomes, scoring)
+        _report_what_was_used(result, self.resolved_rubrics(), scoring, self.n)
         return result
 
     def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
@@ -301,18 +335,39 @@ def _fail(result: EvaluatorResult, index: int, rubric: Rubric, failure: Failure)
     result.fail(index, failure, metrics=[rubric.name, rubric.name + NORM])
 
 
-def _judgment(outcome: Outcome[Reading]) -> Judgment:
+def _judgment(outcome: Outcome[Reading], scoring: Scoring) -> Judgment:
     found = outcome.result
     seen: dict[str, Any] = {
         "raw": outcome.raw,
         "attempts": outcome.attempts,
         "cached": outcome.cached,
+        **_server_facts(outcome, scoring),
     }
     if isinstance(found, Reading):
         return Judgment(score=found.value, reason=found.reason, **seen, **found.extra)
     if isinstance(found, Unscored):
         return Judgment(score=None, reason=found.reason, **seen)
     return Judgment(score=None, reason=f"judge call failed: {found}", **seen)
+
+
+def _server_facts(outcome: Outcome[Reading], scoring: Scoring) -> dict[str, Any]:
+    """What the server did with the last request, where a judgment records it (see the
+    ``Judgment`` fields): None values are left out of report.json."""
+    reply = outcome.reply
+    if reply is None:
+        return {}
+    mass = reply.extra.get("label_mass")
+    received = len(reply.choices)
+    return {
+        "choices_received": received if received < outcome.request.n else None,
+        "finish_reason": reply.finish_reason if reply.finish_reason != "stop" else None,
+        "structured_output": reply.structured_output,
+        # A label-scoring client answers with a label, not JSON: nothing to check.
+        "schema_valid": None
+        if scoring == "distribution"
+        else bool(reply.choices) and all(schema_valid(text) for text in reply.choices),
+        "label_mass": float(mass) if isinstance(mass, int | float) else None,
+    }
 
 
 def _failure(outcome: Outcome[Reading], where: str) -> Failure | None:
@@ -324,7 +379,12 @@ def _failure(outcome: Outcome[Reading], where: str) -> Failure | None:
     return None
 
 
-def _fill(result: EvaluatorResult, jobs: list[_Job], outcomes: list[Outcome[Reading]]) -> None:
+def _fill(
+    result: EvaluatorResult,
+    jobs: list[_Job],
+    outcomes: list[Outcome[Reading]],
+    scoring: Scoring,
+) -> None:
     groups: dict[tuple[int, str], list[tuple[_Job, Outcome[Reading]]]] = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
         groups.setdefault((job.index, job.rubric.name), []).append((job, outcome))
@@ -333,24 +393,13 @@ def _fill(result: EvaluatorResult, jobs: list[_Job], outcomes: list[Outcome[Read
         failures = []
         judged = []
         for job, outcome in group:
-            entry = _judgment(outcome)
+            entry = _judgment(outcome, scoring)
             if rubric.per_context:
                 rank = (job.context or 0) + 1
                 entry = entry.model_copy(update={"rank": rank, "id": job.context_id})
             judged.append(entry)
             failures.append(_failure(outcome, f"context {entry.rank}: " if entry.rank else ""))
-        if rubric.per_context:
-            scores = [e.score for e in judged]
-            ok = all(s is not None for s in scores)
-            entry = Judgment(
-                score=math.fsum(s for s in scores if s is not None) / len(scores) if ok else None,
-                reason=f"mean of {len(scores)} per-context grades",
-                attempts=sum(e.attempts for e in judged),
-                cached=all(e.cached for e in judged),
-                contexts=judged,
-            )
-        else:
-            entry = judged[0]
+        entry = _per_context(judged) if rubric.per_context else judged[0]
         result.judgments[i][name] = entry
         failure = next((f for f in failures if f is not None), None)
         if failure is not None or entry.score is None:
@@ -358,3 +407,73 @@ def _fill(result: EvaluatorResult, jobs: list[_Job], outcomes: list[Outcome[Read
         else:
             result.scores[name][i] = entry.score
             result.scores[name + NORM][i] = (entry.score - 1.0) / 4.0
+
+
+def _per_context(judged: list[Judgment]) -> Judgment:
+    """A per-context rubric's judgment: the mean of its contexts' grades when every context
+    was graded; else unscored, naming the contexts without a grade and why."""
+    scores = [e.score for e in judged if e.score is not None]
+    missing = [e for e in judged if e.score is None]
+    if missing:
+        which = "; ".join(
+            f"context {e.rank}{f' ({e.id})' if e.id else ''}: {e.reason}" for e in missing
+        )
+        score, reason = None, f"{len(missing)} of {len(judged)} contexts not graded: {which}"
+    else:
+        score, reason = math.fsum(scores) / len(scores), f"mean of {len(scores)} per-context grades"
+    return Judgment(
+        score=score,
+        reason=reason,
+        attempts=sum(e.attempts for e in judged),
+        cached=all(e.cached for e in judged),
+        contexts=judged,
+    )
+
+
+def _leaves(result: EvaluatorResult, rubric: str) -> list[Judgment]:
+    """Every judgment of ``rubric`` in ``result``, per-context ones one by one."""
+    out: list[Judgment] = []
+    for judged in result.judgments or []:
+        entry = judged.get(rubric)
+        if entry is not None:
+            out.extend(entry.contexts if entry.contexts is not None else [entry])
+    return out
+
+
+def _report_what_was_used(
+    result: EvaluatorResult, rubrics: Sequence[Rubric], scoring: Scoring, n: int
+) -> None:
+    """Make each rubric's signature say how its scores were actually computed, and warn once
+    per run about features the server ignored (logprobs, ``n``)."""
+    fell_back: list[str] = []
+    short: list[str] = []
+    for rubric in rubrics:
+        leaves = _leaves(result, rubric.name)
+        scored = [j for j in leaves if j.score is not None]
+        missing = sum(bool(j.logprobs_missing) for j in scored)
+        received = [j.choices_received for j in leaves if j.choices_received is not None]
+        if received:
+            short.append(f"{rubric.name} {len(received)} of {len(leaves)}")
+        if scoring != "logprobs" or not missing:
+            continue
+        used = "integer" if missing == len(scored) else "mixed"
+        fell_back.append(f"{rubric.name} {missing} of {len(scored)} (scoring:{used})")
+        for metric in (rubric.name, rubric.name + NORM):
+            sig = result.signatures[metric]
+            result.signatures[metric] = sig.model_copy(
+                update={"options": {**sig.options, "scoring": used}}
+            )
+    if fell_back:
+        log.warning(
+            "logprobs were asked for, but the judge's server sent none usable with these "
+            "verdicts, scored instead by the judge's stated integer (judgments marked "
+            "logprobs_missing): %s",
+            ", ".join(fell_back),
+        )
+    if short:
+        log.warning(
+            "n=%d choices were asked for, but the judge's server sent fewer with these replies "
+            "(judgments record choices_received): %s",
+            n,
+            ", ".join(short),
+        )

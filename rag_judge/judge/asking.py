@@ -44,6 +44,12 @@ class Outcome(Generic[R]):
     result: R | Unscored | LLMError | None = None
 
     @property
+    def reply(self) -> Completion | None:
+        """The last reply (None when no reply came): what the result was read from, with what
+        the server did (``finish_reason``, ``structured_output``, the choices it sent)."""
+        return self.replies[-1] if self.replies else None
+
+    @property
     def raw(self) -> str:
         """The last reply, verbatim ("" when no reply came)."""
         return self.replies[-1].text if self.replies else ""

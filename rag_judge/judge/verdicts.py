@@ -2,8 +2,11 @@
 
 The judge is asked for ``{"reason": "...", "score": <1-5>}`` (with a JSON schema where the server
 supports structured output). Servers that ignore the schema get a tolerant parser: fenced code,
-text around the JSON, single quotes and trailing commas, and prose such as ``Score: 4`` or
-``score = 4/5``.
+text around the JSON, single quotes and trailing commas, prose such as ``Score: 4`` or
+``score = 4/5``, bullet lines (``- score: 4``, ``* Score: 4/5``, ``• score 4``), and a JSON
+object cut off before its closing brace (``{"reason": "...", "score": 4``: a reply stopped at
+``max_tokens``) once its score is complete. ``schema_valid`` tells whether a reply needed none
+of that: the whole reply is a JSON object that ``VERDICT_SCHEMA`` accepts.
 
 Scale rule: a score must be an integer 1..5. ``4.0`` counts as 4, but ``3.5`` is *unscored*, as
 are 0 and 7: half points are not on the scale and rounding or clipping would invent a verdict
@@ -42,6 +45,7 @@ __all__ = [
     "normalise_probs",
     "parse_verdict",
     "read_completion",
+    "schema_valid",
     "score_probs_from_logprobs",
     "weighted_score",
 ]
@@ -99,17 +103,32 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
     """Read one judge reply. Never raises; a reply without a usable score is ``Unscored``."""
     if not text or not text.strip():
         return Unscored(reason="empty reply", raw=text)
-    obj, offset = _find_object(text)
+    complete, cut = _scan(text)
+    obj, offset = _find_object(text, complete, cut)
     if obj is not None:
         return _from_object(obj, text, offset)
+    if cut is not None and _JSON_START.match(text, cut.offset):
+        # A JSON object cut off before its score: a "score: 3" inside its reason is not the
+        # verdict (the judge may have been weighing it), so only the prose before it counts.
+        found = _from_prose(text, end=cut.offset)
+        if isinstance(found, JudgeVerdict):
+            return found
+        return Unscored(
+            reason="the reply's JSON object is cut off before a complete 'score'", raw=text
+        )
     return _from_prose(text)
 
 
-def _find_object(text: str) -> tuple[dict[str, Any] | None, int]:
-    """The first JSON object with a score-like key: whole reply, fenced blocks, then any {...}."""
+def _find_object(
+    text: str, complete: list[tuple[str, int]], cut: _Cut | None
+) -> tuple[dict[str, Any] | None, int]:
+    """The first JSON object with a score-like key: whole reply, fenced blocks, any {...}, then
+    the object a cut-off reply left open."""
     candidates: list[tuple[str, int]] = [(text, 0)]
     candidates += [(m.group(1), m.start(1)) for m in FENCE.finditer(text)]
-    candidates += braced(text)
+    candidates += complete
+    if cut is not None:
+        candidates += [(chunk, cut.offset) for chunk in cut.closed()]
     for chunk, offset in candidates:
         obj = lenient_loads(chunk)
         if isinstance(obj, dict) and _score_key(obj) is not None:
@@ -117,8 +136,30 @@ def _find_object(text: str) -> tuple[dict[str, Any] | None, int]:
     return None, 0
 
 
-def braced(text: str) -> list[tuple[str, int]]:
-    """Balanced top-level ``{...}`` substrings, skipping braces inside quoted strings."""
+@dataclass(frozen=True)
+class _Cut:
+    """The top-level object a cut-off reply leaves open: ``text`` from its ``{`` on, with a
+    string cut mid-way closed (a dangling escape dropped), and how many braces are open."""
+
+    text: str
+    offset: int
+    depth: int
+
+    def closed(self) -> tuple[str, str]:
+        """The object closed as it stands, and with a dangling key (``, "score":``) dropped;
+        ``lenient_loads`` drops a trailing comma."""
+        braces = "}" * self.depth
+        return self.text + braces, _DANGLING_KEY.sub("", self.text) + braces
+
+
+_JSON_START = re.compile(r"""\{\s*["']""")
+# A key left without its value at the end of a cut-off object: `, "score":` or `, "sco"`.
+_DANGLING_KEY = re.compile(r"""(?:,|(?<=\{))\s*(?:"[^"]*"|'[^']*')\s*:?\s*$""")
+
+
+def _scan(text: str) -> tuple[list[tuple[str, int]], _Cut | None]:
+    """Balanced top-level ``{...}`` substrings with their offsets, skipping braces inside quoted
+    strings, and the object left open at the end of the text (None when all are closed)."""
     out, depth, start, quote, escaped = [], 0, -1, "", False
     for i, ch in enumerate(text):
         if quote:
@@ -137,7 +178,16 @@ def braced(text: str) -> list[tuple[str, int]]:
             depth -= 1
             if depth == 0:
                 out.append((text[start : i + 1], start))
-    return out
+    if depth == 0:
+        return out, None
+    tail = text[start:-1] if escaped else text[start:]
+    tail = tail + quote if quote else tail.rstrip()
+    return out, _Cut(tail, start, depth)
+
+
+def braced(text: str) -> list[tuple[str, int]]:
+    """Balanced top-level ``{...}`` substrings, skipping braces inside quoted strings."""
+    return _scan(text)[0]
 
 
 def lenient_loads(chunk: str) -> Any:
@@ -194,14 +244,16 @@ def _span_after(text: str, key: str, offset: int) -> tuple[int, int] | None:
     return (m.start(1), m.end(1)) if m else None
 
 
-def _from_prose(text: str) -> JudgeVerdict | Unscored:
+def _from_prose(text: str, end: int | None = None) -> JudgeVerdict | Unscored:
+    """A score stated in prose, read from ``text[:end]`` (``raw`` stays the whole reply)."""
+    searched = text if end is None else text[:end]
     # (value, denominator, span of the number, span of the whole match, says "final")
-    bare = _BARE.fullmatch(text)
+    bare = _BARE.fullmatch(searched)
     matches = [(bare.group(1), bare.group(2), bare.span(1), bare.span(0), False)] if bare else []
     if not matches:
         matches = [
             (m.group(2), m.group(3), m.span(2), m.span(0), bool(m.group(1)))
-            for m in _PROSE.finditer(text)
+            for m in _PROSE.finditer(searched)
         ]
     if not matches:
         return Unscored(
@@ -218,8 +270,28 @@ def _from_prose(text: str) -> JudgeVerdict | Unscored:
     problem = _scale_problem(value)
     if problem:
         return Unscored(reason=problem, raw=text)
-    reason = (text[: whole[0]] + " " + text[whole[1] :]).strip(" *:=\n\t").lstrip(". ")
-    return JudgeVerdict(score=int(float(value)), reason=reason.rstrip(" *:"), span=span)
+    return JudgeVerdict(score=int(float(value)), reason=_prose_reason(searched, whole), span=span)
+
+
+# A list marker opening a line ("- ", "* ", "• ", "2. ", "3) "), and a "Reason:" label.
+_MARK = r"(?:[-*+\u2022\u2023\u25e6\u00b7]|\d{1,2}[.)])"
+_LINE_MARK = re.compile(r"^[ \t]*" + _MARK + r"[ \t]+", re.MULTILINE)
+_MARKED = re.compile(r"[ \t]*" + _MARK + r"[ \t]+\**[ \t]*")
+_REASON_LABEL = re.compile(
+    r"^[ \t]*\**(?:reason|reasoning|explanation|justification)\**[ \t]*:\**[ \t]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _prose_reason(text: str, whole: tuple[int, int]) -> str:
+    """The reply without its score phrase (and the list marker opening the score's line),
+    list markers and a "Reason:" label dropped from the start of each line."""
+    start = text.rfind("\n", 0, whole[0]) + 1
+    if _MARKED.fullmatch(text, start, whole[0]):
+        whole = (start, whole[1])
+    reason = text[: whole[0]] + " " + text[whole[1] :]
+    reason = _REASON_LABEL.sub("", _LINE_MARK.sub("", reason))
+    return reason.strip(" *:=\n\t").lstrip(". ").rstrip(" *:")
 
 
 def _scale_problem(value: Any) -> str | None:
@@ -308,8 +380,28 @@ class Reading:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def read_completion(completion: Completion, scoring: Scoring) -> Reading | Unscored:
-    """One reply (``n`` choices) → a reading, or Unscored with the reason to quote back."""
+def read_completion(
+    completion: Completion, scoring: Scoring, *, max_tokens: int | None = None
+) -> Reading | Unscored:
+    """One reply (``n`` choices) → a reading, or Unscored with the reason to quote back.
+
+    With ``scoring="logprobs"`` and no usable logprobs in the reply (the server ignored
+    ``logprobs``, or sent none for the score token), the stated score is kept and the reading
+    says so: ``extra["logprobs_missing"] = True``. A reply that cannot be read and stopped at
+    the token limit (``finish_reason == "length"``) says that it was cut off at ``max_tokens``.
+    """
+    found = _read(completion, scoring)
+    if isinstance(found, Unscored) and completion.finish_reason == "length":
+        limit = "max_tokens" if max_tokens is None else f"max_tokens={max_tokens}"
+        reason = (
+            f"the reply was cut off at {limit} (finish_reason 'length') before a score could "
+            f"be read ({found.reason}); raise max_tokens"
+        )
+        return Unscored(reason=reason, raw=found.raw)
+    return found
+
+
+def _read(completion: Completion, scoring: Scoring) -> Reading | Unscored:
     verdicts = [parse_verdict(text) for text in completion.choices] or [
         Unscored(reason="the reply has no choices", raw="")
     ]
@@ -332,10 +424,60 @@ def read_completion(completion: Completion, scoring: Scoring) -> Reading | Unsco
     if scoring == "logprobs":
         dist = score_probs_from_logprobs(completion.token_logprobs or [], completion.text, verdict)
         if dist is None:  # the server sent no usable logprobs: keep the stated score, say so
-            return Reading(verdict.score, verdict.reason, {"probs": None})
+            return Reading(verdict.score, verdict.reason, {"logprobs_missing": True})
         extra = {"probs": _keyed(dist), "verdict": verdict.score}
         return Reading(_weighted(dist), verdict.reason, extra)
     return Reading(verdict.score, verdict.reason)
+
+
+def schema_valid(text: str, schema: Mapping[str, Any] = VERDICT_SCHEMA) -> bool:
+    """Whether the whole of ``text`` is JSON that ``schema`` accepts (``VERDICT_SCHEMA``: an
+    object with exactly a string ``reason`` and an integer ``score`` in 1..5), i.e. a reply
+    that needed none of the tolerant parser. Reads the subset of JSON Schema the judge's
+    schemas use: ``type``, ``properties``, ``required``, ``additionalProperties: false``,
+    ``enum``."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return _conforms(value, schema)
+
+
+_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "number": int | float,
+    "integer": int | float,
+    "boolean": bool,
+}
+
+
+def _conforms(value: Any, schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        expected = _TYPES.get(kind)
+        if expected is not None and not isinstance(value, expected):
+            return False
+        if kind in {"number", "integer"} and isinstance(value, bool):
+            return False
+        if kind == "integer" and not float(value).is_integer():
+            return False
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
+        return False
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        if any(key not in value for key in schema.get("required") or ()):
+            return False
+        if schema.get("additionalProperties") is False and any(k not in properties for k in value):
+            return False
+        return all(_conforms(value[k], sub) for k, sub in properties.items() if k in value)
+    return True
+
+
+def _same(value: Any, option: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``."""
+    return isinstance(value, bool) == isinstance(option, bool) and value == option
 
 
 def _weighted(dist: dict[int, float]) -> float:

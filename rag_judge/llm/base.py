@@ -91,6 +91,12 @@ class Completion:
     cached: bool = False
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    # What the server actually did, which may differ from what was asked: why the first choice
+    # stopped ("stop", "length", ...; None when the provider does not say), and whether the
+    # request that produced this reply carried a response_format (False after a server refused
+    # it and the request was resent without; None when none was asked for).
+    finish_reason: str | None = None
+    structured_output: bool | None = None
 
     @property
     def text(self) -> str:

@@ -33,7 +33,15 @@ CREATE TABLE IF NOT EXISTS completions (
 )
 """
 _INSERT = "INSERT OR REPLACE INTO completions (key, completion, created) VALUES (?, ?, ?)"
-_STORED_FIELDS = ("choices", "prompt_tokens", "completion_tokens", "token_logprobs", "score_probs")
+_STORED_FIELDS = (
+    "choices",
+    "prompt_tokens",
+    "completion_tokens",
+    "token_logprobs",
+    "score_probs",
+    "finish_reason",
+    "structured_output",
+)
 
 
 def _retrieved(future: asyncio.Future[None]) -> None:
@@ -48,7 +56,11 @@ def _encode(completion: Completion) -> str:
 
 
 def _decode(blob: str) -> Completion:
+    # Rows written before finish_reason and structured_output were stored decode them as None
+    # (unknown), except a finish_reason the openai client then kept in ``extra``.
     data: dict[str, Any] = json.loads(blob)
+    extra = dict(data.get("extra") or {})
+    finish = data["finish_reason"] if "finish_reason" in data else extra.get("finish_reason")
     return Completion(
         choices=list(data["choices"]),
         prompt_tokens=int(data.get("prompt_tokens", 0)),
@@ -57,7 +69,9 @@ def _decode(blob: str) -> Completion:
         score_probs=data.get("score_probs"),
         cached=True,
         attempts=0,
-        extra=dict(data.get("extra") or {}),
+        extra=extra,
+        finish_reason=None if finish is None else str(finish),
+        structured_output=data.get("structured_output"),
     )
 
 

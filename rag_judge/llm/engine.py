@@ -34,6 +34,7 @@ from rag_judge.llm.base import (
     Usage,
 )
 from rag_judge.llm.cache import SqliteCache
+from rag_judge.llm.http import counted_requests
 from rag_judge.llm.progress import Progress
 from rag_judge.llm.ratelimit import (
     Clock,
@@ -338,7 +339,10 @@ class JudgeEngine:
             attempt += 1
             async with semaphore:
                 await limiter.acquire(estimate)
-                result = await self._attempt(request)
+                with counted_requests() as sent:
+                    result = await self._attempt(request)
+            if sent[0] > 1:  # a client's resend in another form: one more request, as a retry
+                self._resent(sent[0] - 1, limiter, bar)
             if isinstance(result, Completion):
                 result.attempts = attempt
                 result.cached = False
@@ -366,6 +370,12 @@ class JudgeEngine:
             return error.retry_after if error.retry_after <= MAX_RETRY_AFTER else None
         base = min(INITIAL_RETRY_DELAY * 2.0 ** (attempt - 1), MAX_RETRY_DELAY)
         return base * (1.0 - 0.25 * self._rng.random())
+
+    def _resent(self, extra: int, limiter: RateLimiter, bar: Progress) -> None:
+        self.usage.retries += extra
+        bar.update(retried=extra)
+        if limiter.requests is not None:  # the server saw them: the next calls wait for them
+            limiter.requests.adjust(extra)
 
     def _account(self, completion: Completion) -> None:
         self.usage.prompt_tokens += completion.prompt_tokens

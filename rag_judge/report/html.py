@@ -225,15 +225,24 @@ def _signature(sig: Signature) -> Markup:
 
 
 def _extras(j: Judgment) -> str:
-    """The scoring mode's own fields of a judgment (probabilities, samples, spread), as JSON."""
+    """The scoring mode's own fields of a judgment (probabilities, samples, spread) and what
+    the server did differently from what was asked, as JSON."""
     extra = {
         "probs": j.probs,
         "verdict": j.verdict,
         "scores": j.scores,
         "spread": j.spread,
         "unscored_choices": j.unscored_choices,
+        "logprobs_missing": j.logprobs_missing,
+        "choices_received": j.choices_received,
+        "finish_reason": j.finish_reason,
+        "structured_output": j.structured_output,
+        "schema_valid": j.schema_valid,
+        "label_mass": j.label_mass,
     }
-    shown = {k: v for k, v in extra.items() if v is not None}
+    # A request that kept its response format, and a reply that matched it, are the norm.
+    usual = {"structured_output": True, "schema_valid": True}
+    shown = {k: v for k, v in extra.items() if v is not None and usual.get(k) is not v}
     return json.dumps(shown, ensure_ascii=False) if shown else ""
 
 

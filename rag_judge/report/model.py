@@ -42,11 +42,13 @@ __all__ = [
 
 
 class Usage(BaseModel):
-    """What model calls cost. ``requests`` counts distinct calls sent (a retry is not a new
-    request); ``cache_hits`` counts results served without a call (from the cache, or from an
-    identical request earlier in the same run), so ``requests + cache_hits`` is the number of
-    requests given. ``failures`` counts results that are errors. ``cost`` is None without
-    prices."""
+    """What model calls cost. ``requests`` counts distinct calls sent (so ``requests +
+    cache_hits`` is the number of requests given). ``retries`` counts the further HTTP requests
+    those calls took: the engine's retries after a failure, and a client's resend of a call in
+    another form (without ``response_format`` after a server refused it), so ``requests +
+    retries`` is the number of HTTP requests the server received. ``cache_hits`` counts results
+    served without a call (from the cache, or from an identical request earlier in the same
+    run). ``failures`` counts results that are errors. ``cost`` is None without prices."""
 
     requests: int = 0
     cache_hits: int = 0
@@ -175,6 +177,14 @@ class Judgment(BaseModel):
     scores: list[float] | None = None  # the n sampled verdicts (n > 1)
     spread: float | None = None  # their population standard deviation
     unscored_choices: int | None = None  # sampled choices that could not be read
+    # What the server did, where it differs from what was asked (absent otherwise):
+    logprobs_missing: bool | None = None  # logprobs asked, none usable: ``score`` is the verdict
+    choices_received: int | None = None  # fewer choices than the ``n`` asked for came back
+    finish_reason: str | None = None  # why the reply stopped, when not "stop" (e.g. "length")
+    structured_output: bool | None = None  # the request carried a response_format (False: the
+    # server refused it and the request was resent without; absent: not asked or not said)
+    schema_valid: bool | None = None  # the reply, as a whole, is JSON the verdict schema accepts
+    label_mass: float | None = None  # local client: probability mass the model put on "1".."5"
     rank: int | None = None  # per-context judgments: the context's 1-based rank ...
     id: str | None = None  # ... and its id
     contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context

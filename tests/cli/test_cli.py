@@ -100,6 +100,7 @@ def test_run_command_writes_reports(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "| ndcg@5 |" in proc.stdout
+    assert "values failed" not in proc.stderr  # nothing failed: no failure summary
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["summary"]["mrr"]["n"] == len(report["samples"])
 

@@ -135,14 +135,16 @@ def test_five_samples_exact_scores_errors_and_judgments(monkeypatch: pytest.Monk
     assert isinstance(j[0]["faithfulness"], Judgment)
     assert j[0]["faithfulness"].model_dump() == {
         "score": 5, "reason": "supported", "raw": SCRIPT[("faithfulness", "A1")][0],
-        "attempts": 1, "cached": False,
+        "attempts": 1, "cached": False, "schema_valid": True,
     }  # fmt: skip
+    assert j[0]["correctness"].schema_valid is False  # fenced: read, but not as the schema asks
     assert j[0]["correctness"].reason == "matches"
     assert j[1]["faithfulness"].reason == "The claims hold up."
     assert (j[1]["correctness"].score, j[1]["correctness"].attempts) == (2, 2)
     assert j[1]["correctness"].raw == '{"reason": "fixed", "score": 2}'
     assert j[2]["faithfulness"].model_dump() | {"reason": ""} == {
         "score": None, "reason": "", "raw": "still garbage", "attempts": 2, "cached": False,
+        "schema_valid": False,
     }  # fmt: skip
     assert (j[3]["faithfulness"].score, j[3]["faithfulness"].attempts) == (4, 2)
     assert "correctness" not in j[3]

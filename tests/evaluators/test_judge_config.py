@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rag_judge.config import load_config
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import DryRun
 from rag_judge.evaluators.judge import JudgeEvaluator
@@ -119,3 +120,38 @@ def test_a_client_without_capabilities_is_a_clear_error() -> None:
 
     with pytest.raises(ConfigError, match="lacks the capability attribute"):
         JudgeEvaluator(rubrics=["fluency"], cache=None).evaluate([judge_sample(1)], client=Bare())  # type: ignore[arg-type]
+
+
+def test_a_relative_cache_path_in_a_config_is_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    config = folder / "judge.yaml"
+    judges = [
+        "  - {type: judge, rubrics: [fluency], cache: cache/judge.sqlite}",
+        "  - {type: judge, rubrics: [coherence], cache: default}",
+        f"  - {{type: judge, rubrics: [faithfulness], cache: {tmp_path / 'abs.sqlite'}}}",
+        "  - {type: judge, rubrics: [correctness], cache: null}",
+        "  - {type: judge, rubrics: [answer_relevance], cache: ~/judge.sqlite}",
+    ]
+    config.write_text("evaluators:\n" + "\n".join(judges) + "\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("RAG_JUDGE_CACHE_DIR", raising=False)
+
+    relative, default, absolute, none, home = load_config(config).evaluators
+    assert isinstance(relative, JudgeEvaluator) and isinstance(default, JudgeEvaluator)
+    assert relative.cache_path() == folder / "cache" / "judge.sqlite"
+    assert default.cache == "default"  # the default follows the working folder, as before
+    assert default.cache_path() == elsewhere / ".rag_judge_cache" / "judge.sqlite"
+    assert isinstance(absolute, JudgeEvaluator) and absolute.cache == tmp_path / "abs.sqlite"
+    assert isinstance(none, JudgeEvaluator) and none.cache is None
+    assert isinstance(home, JudgeEvaluator) and home.cache == Path("~/judge.sqlite")
+
+    relative.evaluate([judge_sample(1)])  # the stub, cached next to the config
+    assert (folder / "cache" / "judge.sqlite").is_file()
+    assert not (elsewhere / "cache").exists()
+    # A judge built in code is not a config: its relative path is the working folder's.
+    assert JudgeEvaluator(cache=Path("c.sqlite")).cache_path() == Path("c.sqlite")

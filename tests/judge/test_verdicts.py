@@ -183,7 +183,14 @@ def test_logprobs_fall_back_to_the_last_matching_digit_when_tokens_do_not_rebuil
 def test_without_logprobs_the_stated_score_is_kept_and_marked() -> None:
     reading = read_completion(Completion(['{"reason": "r", "score": 3}']), "logprobs")
     assert isinstance(reading, Reading)
-    assert reading.value == 3 and reading.extra == {"probs": None}
+    assert reading.value == 3 and reading.extra == {"logprobs_missing": True}
+    # Logprobs that do not cover the score token are no better than none.
+    other = Completion(['{"reason": "r", "score": 3}'], token_logprobs=[{"x": -0.1}])
+    reading = read_completion(other, "logprobs")
+    assert isinstance(reading, Reading) and reading.extra == {"logprobs_missing": True}
+    # Asked for json scoring, nothing is missing.
+    plain = read_completion(Completion(['{"reason": "r", "score": 3}']), "json")
+    assert isinstance(plain, Reading) and plain.extra == {}
 
 
 def test_distribution_from_a_scoring_client() -> None:

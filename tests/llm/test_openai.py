@@ -120,7 +120,8 @@ def test_structured_output_and_logprobs() -> None:
         "json_schema": {"name": "verdict", "schema": SCHEMA, "strict": True},
     }
     assert (body["logprobs"], body["top_logprobs"]) == (True, 2)
-    assert isinstance(result, Completion) and result.extra["structured_output"] is True
+    assert isinstance(result, Completion) and result.structured_output is True
+    assert result.finish_reason == "stop" and result.extra == {"response_model": "fake-judge"}
     assert result.token_logprobs is not None and len(result.token_logprobs) == 4
     assert result.token_logprobs[0] == {'{"reason":': -0.25, '{"reason":~1': -1.25}
 
@@ -134,9 +135,14 @@ def test_response_format_rejected_falls_back_and_is_remembered(
             engine.run([req("a", json_schema=SCHEMA), req("b", json_schema=SCHEMA)])
         )
     assert ["response_format" in b for b in srv.requests] == [True, False, False]
-    assert isinstance(first, Completion) and first.extra["structured_output"] is False
+    assert isinstance(first, Completion) and first.structured_output is False
     assert isinstance(second, Completion) and second.attempts == 1
-    assert "rejected response_format" in caplog.text
+    assert second.structured_output is False  # asked for a schema, sent without
+    assert "rejected response_format (HTTP 400: response_format is not supported)" in caplog.text
+    # The resend is one more request the server saw: counted, as a retry of the call.
+    usage = engine.usage
+    assert (usage.requests, usage.retries) == (2, 1)
+    assert usage.requests + usage.retries == srv.received == 3
 
 
 def test_429_retry_after_is_honoured() -> None:

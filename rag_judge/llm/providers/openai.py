@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
-from rag_judge.llm.http import parse_retry_after, redact
+from rag_judge.llm.http import count_request, parse_retry_after, redact, server_text
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -35,6 +35,27 @@ log = logging.getLogger(__name__)
 
 _POOLS = 8
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+# A 400/422 whose explanation says this is about structured output, in the words of OpenAI,
+# vLLM (guided decoding, xgrammar/outlines), llama.cpp (grammar), Ollama, LiteLLM and FastAPI
+# validation errors (which name the field: "body.response_format: ..."). Anything else (a wrong
+# model name, an overlong prompt) is returned as it is, not resent.
+_ABOUT_FORMAT = re.compile(
+    r"response[_ ]?format|schema|json[_ ]?(object|mode)|structured|guided|grammar|outlines"
+    r"|format[_ -]?enforcer",
+    re.IGNORECASE,
+)
+
+
+class _StatusError(LLMError):
+    """An HTTP error status, keeping the server's own explanation apart from the message."""
+
+    def __init__(self, message: str, *, explanation: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.explanation = explanation
+
+    @property
+    def refuses_format(self) -> bool:
+        return self.status in (400, 422) and bool(_ABOUT_FORMAT.search(self.explanation))
 
 
 def _schema_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +91,16 @@ class OpenAIClient:
 
     With ``structured_output``, a request carrying a
     ``json_schema`` asks for it through ``response_format``; a server that rejects that with a 400
-    (or 422) gets the request again without it, and if that works this client stops asking (the
-    verdict parser copes with plain text).
+    (or 422) whose explanation is about structured output (``response_format``, a schema, guided
+    decoding, a grammar) gets the request again without it, and if that works this client stops
+    asking (the verdict parser copes with plain text). Any other 400 is the call's error. Every
+    HTTP request is noted with ``count_request``, so the engine's usage counts a resend too.
+
+    A reply says what the server did: ``finish_reason`` (of the first choice),
+    ``structured_output`` (whether the request that got it carried a response_format; None when
+    the request asked for no schema), ``choices`` as returned (fewer than ``n`` from a server that
+    ignores ``n``) and ``token_logprobs`` None when the server returned none. An error status
+    keeps the server's own explanation from the body (redacted and cut to 300 characters).
     """
 
     provider = "openai"
@@ -197,13 +226,15 @@ class OpenAIClient:
     async def complete(self, request: CompletionRequest) -> Completion:
         use_format = self.structured_output and request.json_schema is not None
         outcome = await self._create(request, use_format)
-        if use_format and isinstance(outcome, LLMError) and outcome.status in (400, 422):
+        if use_format and isinstance(outcome, _StatusError) and outcome.refuses_format:
             again = await self._create(request, False)
             if isinstance(again, Completion) and self.structured_output:
                 self.structured_output = False
                 log.warning(
-                    "%s rejected response_format (HTTP 400); asking for plain text from now on",
+                    "%s rejected response_format (HTTP %s: %s); asking for plain text from now on",
                     self.base_url or "api.openai.com",
+                    outcome.status,
+                    outcome.explanation,
                 )
             outcome = again
         if isinstance(outcome, LLMError):
@@ -222,10 +253,13 @@ class OpenAIClient:
             body = json.dumps(
                 self._params(request, use_format), ensure_ascii=False, separators=(",", ":")
             ).encode("utf-8")
+            count_request()
             data = await self._client().post("/chat/completions", content=body, cast_to=object)
         except Exception as exc:
             return self._error(exc)
-        return _completion(data, use_format)
+        # None: no schema asked for; else whether this request carried the response_format.
+        structured = use_format if request.json_schema is not None else None
+        return _completion(data, structured, self)
 
     def _error(self, exc: Exception) -> LLMError:
         import openai
@@ -248,8 +282,10 @@ class OpenAIClient:
             hint = headers.get("x-should-retry")  # the server's own say, as openai-python obeys
             if hint in ("true", "false"):
                 retryable = hint == "true"
-            return LLMError(
-                f"HTTP {status} from {where}: {redact(exc.message, key)}",
+            explanation = _explain(exc, key)
+            return _StatusError(
+                f"HTTP {status} from {where}: {explanation or 'no explanation in the reply'}",
+                explanation=explanation,
                 retryable=retryable,
                 retry_after=parse_retry_after(headers),
                 status=status,
@@ -297,7 +333,20 @@ def _refusal(exc: BaseException) -> OSError | None:
     return None
 
 
-def _completion(data: Any, structured: bool) -> Completion | LLMError:
+def _explain(exc: Any, key: str) -> str:
+    """The server's own words in an APIStatusError: its parsed body (the SDK hands over the
+    ``error`` member of a JSON object that has one, else the whole JSON or the raw text), else
+    the body as received; "" when it says nothing (the SDK's message would be "Error code: N")."""
+    text = server_text(exc.body, key)
+    if not text:
+        try:
+            text = server_text(exc.response.text, key)
+        except Exception:  # a body never read (the stream was closed first)
+            return ""
+    return text
+
+
+def _completion(data: Any, structured: bool | None, client: OpenAIClient) -> Completion | LLMError:
     """A chat-completion JSON body as a Completion; a body of another shape is an error."""
     try:
         raw_choices = data["choices"]
@@ -306,7 +355,7 @@ def _completion(data: Any, structured: bool) -> Completion | LLMError:
         choices = [
             c["message"].get("content") or c["message"].get("refusal") or "" for c in raw_choices
         ]
-        token_logprobs = None
+        token_logprobs = None  # None, not [], when the server returned none (asked or not)
         first = raw_choices[0].get("logprobs") or {}
         if first.get("content"):
             token_logprobs = []
@@ -317,16 +366,19 @@ def _completion(data: Any, structured: bool) -> Completion | LLMError:
                 )
                 token_logprobs.append(alternatives)
         usage = data.get("usage") or {}
+        finish = raw_choices[0].get("finish_reason")
         return Completion(
             choices=choices,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             token_logprobs=token_logprobs,
-            extra={
-                "finish_reason": raw_choices[0].get("finish_reason"),
-                "structured_output": structured,
-                "response_model": data.get("model"),
-            },
+            extra={"response_model": data.get("model")},
+            finish_reason=None if finish is None else str(finish),
+            structured_output=structured,
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        if isinstance(data, dict) and "choices" not in data:  # an error answered with a 2xx
+            where = client.base_url or "api.openai.com"
+            said = server_text(data, client._key()) or "an empty object"
+            return LLMError(f"{where}: the reply has no choices: {said}")
         return LLMError(f"malformed chat completion from the server ({type(exc).__name__}: {exc})")
