@@ -30,22 +30,7 @@ from rag_judge.llm.providers.stub import (
     scripted,
 )
 from rag_judge.llm.ratelimit import TokenBucket
-
-
-class FakeClock:
-    """Time that passes only when someone sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
+from tests.llm import FakeClock
 
 
 def req(text: str, **kw: object) -> CompletionRequest:

@@ -29,23 +29,8 @@ from tests.fake_openai_server import (
     text_error,
     truncated,
 )
+from tests.llm import FakeClock
 from tests.llm.test_openai import KEY, KEY_ENV, SCHEMA, req
-
-
-class FakeClock:
-    """Time that passes only when someone sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 @pytest.fixture(autouse=True)
