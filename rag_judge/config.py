@@ -21,8 +21,9 @@ from pydantic import (
 )
 
 from rag_judge.analysis.gates import parse_threshold
-from rag_judge.errors import ConfigError, format_loc
-from rag_judge.evaluators import Evaluator, evaluator_class, validate_evaluators
+from rag_judge.errors import ConfigError, format_loc, friendly_message
+from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class, validate_evaluators
+from rag_judge.llm.providers import ClientConfig
 
 __all__ = [
     "BootstrapConfig",
@@ -31,6 +32,7 @@ __all__ = [
     "folder_name",
     "load_config",
     "load_experiments",
+    "where",
 ]
 
 
@@ -185,18 +187,77 @@ def _describe(
     problems = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = friendly_message(err)
         unknown = err["type"] == "extra_forbidden"
         if unknown:
-            msg = _unknown_key(str(loc[-1]), _legal_keys(loc[:-1], raw))
+            msg = _unknown_key(str(loc[-1]), _legal_keys(loc[:-1], raw), _elsewhere(loc))
+        elif loc == ("evaluators",) and err["type"] == "too_short":
+            msg = f"give at least one evaluator; valid types: {', '.join(EVALUATORS)}"
         line = _line_of(root, loc, at_key=unknown)
         where = f"{path}:{line}" if line else str(path)
-        problems.append(f"{where}: {format_loc(loc)}: {msg}")
+        key = format_loc(loc)
+        problems.append(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
     return "\n".join(problems)
 
 
-def _unknown_key(key: str, legal: list[str] | None) -> str:
+def where(path: str | Path, loc: tuple[int | str, ...]) -> str:
+    """``file:line`` of the key at ``loc`` in a YAML config (of its nearest existing parent key
+    when it is absent, e.g. the ``client`` key for ``client.api_key_env``); just the file when
+    no line is known."""
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return str(path)
+    line = _key_line(root, loc)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _key_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest key (or list item) along ``loc`` that the YAML has."""
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = [(k, v) for k, v in node.value if k.value == part]
+            if not found:
+                break
+            key, node = found[0]
+            line = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if not 0 <= part < len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _elsewhere(loc: tuple[int | str, ...]) -> str | None:
+    """Where a key unknown at ``loc`` is legal, if it is at another level of a config: a
+    top-level key, an evaluator option, a ``client`` or ``bootstrap`` option."""
+    key, level = loc[-1], loc[:-1]
+    evaluator_level = len(level) == 2 and level[0] == "evaluators"
+    places = []
+    if level and (key in ExperimentConfig.model_fields or key == "matrix"):
+        places.append("a top-level key (no indentation)")
+    if not evaluator_level:
+        types = [t for t, cls in EVALUATORS.items() if key in cls.model_fields and key != "type"]
+        if types:
+            places.append(
+                f"an option of an evaluator (an item of evaluators) of type {', '.join(types)}"
+            )
+    if level[-1:] != ("client",) and key in ClientConfig.model_fields:
+        places.append("an option of a judge's client (client: {...})")
+    if level[-1:] != ("bootstrap",) and key in BootstrapConfig.model_fields:
+        places.append("an option of bootstrap (bootstrap: {...})")
+    return f"it is {' or '.join(places)}" if places else None
+
+
+def _unknown_key(key: str, legal: list[str] | None, elsewhere: str | None = None) -> str:
     msg = f"unknown key {key!r}"
+    if elsewhere:  # a key at the wrong level: say where it belongs, not a near miss here
+        msg = f"{msg} here: {elsewhere}"
+        return f"{msg}; legal keys here: {', '.join(legal)}" if legal else msg
     if not legal:
         return msg
     close = difflib.get_close_matches(key, legal, n=1) or difflib.get_close_matches(

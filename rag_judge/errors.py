@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import ValidationError
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "RagJudgeError",
+    "cli_error",
+    "format_loc",
+    "friendly_message",
+    "validation_messages",
+    "validation_problems",
+]
 
 
 class RagJudgeError(Exception):
@@ -14,26 +29,87 @@ class DataError(RagJudgeError, ValueError):
 
 
 class ConfigError(RagJudgeError, ValueError):
-    """An experiment config or evaluator option that is not valid."""
+    """An experiment config or evaluator option that is not valid.
+
+    ``loc`` is the key path of the option at fault where it is known (``("client",
+    "api_key_env")`` from an evaluator, ``("evaluators", 3, "client", "api_key_env")`` once the
+    pipeline has said which evaluator), so a caller that knows the YAML file can add its line.
+    """
+
+    def __init__(self, message: str, *, loc: tuple[int | str, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
-    """Render a pydantic error location as a dotted path with list indices: ``contexts[0].id``."""
+    """Render a pydantic error location as a dotted path with list indices: ``contexts[0].id``;
+    "" for the object itself (an empty location)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
-    return out or "<root>"
+    return out
+
+
+# pydantic's words for a wrong type, in the words of YAML and JSON, which have lists and
+# mappings (not tuples, sets, dictionaries or model instances).
+_LIST_TYPES = {"list_type", "tuple_type", "set_type", "frozen_set_type", "iterable_type"}
+_MAPPING_TYPES = {"dict_type", "model_type", "model_attributes_type", "dataclass_type"}
+
+
+def friendly_message(err: Mapping[str, Any]) -> str:
+    """One pydantic error's message for a user: no "Value error, " prefix, no tuple, set or
+    class names (YAML and JSON have lists and mappings)."""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    kind = err.get("type")
+    if kind in _LIST_TYPES:
+        return "expected a list"
+    if kind in _MAPPING_TYPES:
+        return "expected a mapping of keys to values"
+    if kind in ("too_short", "too_long"):
+        msg = re.sub(r"^(Tuple|Set|Frozenset)\b", "List", msg)
+        msg = msg.replace(" after validation", "")
+    return msg
 
 
 def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
-    """(field path, message) for every problem in a pydantic ValidationError."""
+    """(field path, message) for every problem in a pydantic ValidationError; the path is
+    "<root>" for the object itself (prefer :func:`validation_problems`, which leaves it out)."""
     items = []
     for err in exc.errors(include_url=False):
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        items.append((format_loc(tuple(err["loc"])), msg))
+        items.append((format_loc(tuple(err["loc"])) or "<root>", msg))
     return items
+
+
+def validation_problems(exc: ValidationError) -> list[str]:
+    """``path: message`` for every problem (just the message for the object itself), in the
+    words of :func:`friendly_message`."""
+    out = []
+    for err in exc.errors(include_url=False):
+        where = format_loc(tuple(err["loc"]))
+        msg = friendly_message(err)
+        out.append(f"{where}: {msg}" if where else msg)
+    return out
+
+
+def cli_error(exc: ValidationError, options: Mapping[str, str] | None = None) -> ConfigError:
+    """A ConfigError naming the command-line option behind each problem of a model built from
+    options: the option ``options`` maps the field to, by default ``--field-name`` for field
+    ``field_name``; a problem of the whole object is its message alone."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        msg = friendly_message(err)
+        if not loc:
+            problems.append(msg)
+            continue
+        field = str(loc[0])
+        option = (options or {}).get(field) or "--" + field.replace("_", "-")
+        rest = format_loc(loc[1:])
+        problems.append(f"{option}{'.' + rest if rest and rest[0] != '[' else rest}: {msg}")
+    return ConfigError("; ".join(problems))

@@ -15,7 +15,7 @@ from rag_judge.config import ExperimentConfig, load_config
 from rag_judge.data.readers import load_dataset
 from rag_judge.data.sample import Dataset, Sample
 from rag_judge.data.target import resolve_target, run_target_sync
-from rag_judge.errors import ConfigError
+from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
 from rag_judge.report import write_report
 from rag_judge.report.model import (
@@ -96,11 +96,18 @@ class Pipeline:
 
     def prepare(self) -> None:
         """Load what every evaluator needs (models, rubric files, baselines) once; a problem
-        is a ConfigError naming the evaluator, raised before any sample is scored."""
+        is a ConfigError naming the evaluator, raised before any sample is scored. Where the
+        evaluator names the option at fault (a missing API key: ``client.api_key_env``), the
+        message starts with its config path, ``evaluators[3].client.api_key_env: ...``, and the
+        error's ``loc`` is that path (for a caller that knows the YAML file's lines)."""
         for i, evaluator in enumerate(self.config.evaluators):
             try:
                 evaluator.prepare()
             except ConfigError as exc:
+                if exc.loc:
+                    loc = ("evaluators", i, *exc.loc)
+                    message = str(exc).removeprefix(f"{format_loc(exc.loc)}: ")
+                    raise ConfigError(f"{format_loc(loc)}: {message}", loc=loc) from None
                 raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
 
     def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> RunResult:

@@ -36,7 +36,7 @@ def write_config(tmp_path: Path, text: str) -> Path:
         ("evaluators:\n  - type: retrieval\n    relevance_threshold: 0\n", 3,
          "relevance_threshold: Input should be greater than 0"),
         ("name: x\nseeed: 3\nevaluators: [{type: retrieval}]\n", 2, "seeed: unknown key 'seeed'"),
-        ("evaluators: []\n", 1, "evaluators: List should have at least 1 item"),
+        ("evaluators: []\n", 1, "evaluators: give at least one evaluator; valid types: retrieval"),
         ("bootstrap:\n  confidence: 1.5\nevaluators: [{type: retrieval}]\n", 2,
          "bootstrap.confidence: Input should be less than 1"),
         ("evaluators:\n  - type: retrieval\n    metrics: [map]\n  - type: retrieval\n"

@@ -13,7 +13,9 @@ What a gate name can be:
 - ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included).
 
 A name that resolves to nothing, or a metric without a value, fails the gate with a message.
-A :class:`RegressionRule` adds a gate per metric against a baseline report.
+A :class:`RegressionRule` adds a gate per metric against a baseline report, comparing the
+two means over the sample ids both reports scored (paired as ``rag-judge compare`` pairs them;
+the message says how many), with ``compare``'s paired bootstrap for ``significant_only``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _NAMED_EXPR = re.compile(r"^\s*(?P<metric>[^<>=\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
 _PSEUDO = ("unscored_rate", "error_rate")
 _BOUNDS = (".ci_low", ".ci_high")
+DROP_SLACK = 1e-12  # a drop printed as equal to max_drop (0.0300 vs 0.03) is not over it
 
 
 @dataclass(frozen=True)
@@ -96,10 +99,15 @@ class RegressionRule:
     ``lower_is_better``. Checked for each metric with a mean in both reports, or each of
     ``metrics``.
 
+    Both means are taken over the same samples, as ``rag-judge compare`` pairs them: the sample
+    ids scored (with a finite value) in both reports; the gate's message says how many were
+    paired and how many were left out. Corpus aggregates (BLEU) are compared on their per-sample
+    scores. A drop that equals ``max_drop`` up to float rounding (``DROP_SLACK``) passes.
+
     With ``significant_only`` such a drop fails only if it is also significant: the seeded
-    paired-bootstrap ``confidence`` interval of mean(new − base) over the sample ids scored in
-    both reports lies entirely on the worse side of 0. Corpus aggregates (BLEU) are tested on
-    their per-sample scores.
+    paired-bootstrap ``confidence`` interval of mean(new − base) lies entirely on the worse side
+    of 0. It is ``compare``'s bootstrap (:func:`compare_pairs`), with ``compare``'s default
+    resamples, so the same seed gives ``compare``'s interval.
     """
 
     baseline: Report
@@ -108,12 +116,20 @@ class RegressionRule:
     lower_is_better: Collection[str] = ()
     metrics: Sequence[str] | None = None
     seed: int = 0
-    resamples: int = 1000
-    confidence: float = 0.95
+    resamples: int = CompareOptions.resamples
+    confidence: float = CompareOptions.confidence
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.max_drop) and self.max_drop >= 0):
             raise ConfigError(f"max_drop must be a finite number >= 0, got {self.max_drop}")
+        self.options()  # resamples and confidence checked as compare checks them
+
+    def options(self) -> CompareOptions:
+        """The settings of the paired bootstrap, as ``compare`` takes them (the sign-flip test's
+        permutations are not used by the gate)."""
+        return CompareOptions(
+            resamples=self.resamples, confidence=self.confidence, permutations=1, seed=self.seed
+        )
 
     def names(self, report: Report) -> list[str]:
         if self.metrics is not None:
@@ -206,44 +222,68 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
     sign = -1.0 if lower else 1.0  # so that a positive difference is always an improvement
     b = rule.baseline.summary.get(name)
     n = new.summary.get(name)
-    floor = None if b is None or b.mean is None else b.mean - sign * rule.max_drop
     op = "<=" if lower else ">="
 
-    def check(value: float | None, ok: bool, message: str) -> GateCheck:
+    def check(value: float | None, floor: float | None, ok: bool, message: str) -> GateCheck:
         return GateCheck(name, value, floor, f"{name}{message}", op, ok, "regression")
 
     if b is None or n is None:
         where = "baseline" if b is None else "report"
-        return check(None, False, f": not in the {where} (regression gate)")
+        return check(None, None, False, f": not in the {where} (regression gate)")
     if b.mean is None:
-        return check(n.mean, True, ": baseline has no value; nothing to compare")
+        return check(n.mean, None, True, ": baseline has no value; nothing to compare")
     if n.mean is None:
-        return check(None, False, f": no value ({_scored(n)}); baseline {b.mean:.4f}")
-    drop = sign * (b.mean - n.mean)
-    text = f" = {n.mean:.4f} (baseline {b.mean:.4f}, max_drop {rule.max_drop:g}"
-    if drop <= rule.max_drop:
+        return check(None, None, False, f": no value ({_scored(n)}); baseline {b.mean:.4f}")
+    # The means compared are over the same samples, as in ``rag-judge compare``: whole-report
+    # means over different sample sets would call a change of dataset a regression.
+    base_scores, new_scores, missing = paired_scores(rule.baseline, new, name)
+    paired = len(base_scores)
+    pairing = _pairing(rule.baseline, new, paired, missing)
+    if paired == 0:
+        return check(None, None, False, f": no sample scored in both reports ({pairing})")
+    base_mean = math.fsum(base_scores.tolist()) / paired
+    new_mean = math.fsum(new_scores.tolist()) / paired
+    floor = base_mean - sign * rule.max_drop
+    drop = sign * (base_mean - new_mean)
+    text = f" = {new_mean:.4f} (baseline {base_mean:.4f}, {pairing}, max_drop {rule.max_drop:g}"
+    if drop <= rule.max_drop + DROP_SLACK:  # a drop equal to max_drop up to rounding passes
         change = "drop" if drop > 0 else "change"
-        return check(n.mean, True, f"{text}: {change} {abs(drop):.4f})")
+        return check(new_mean, floor, True, f"{text}: {change} {abs(drop):.4f})")
     if not rule.significant_only:
-        return check(n.mean, False, f"{text}: dropped {drop:.4f})")
-    base_scores, new_scores, _ = paired_scores(rule.baseline, new, name)
-    if len(base_scores) < 2:
+        return check(new_mean, floor, False, f"{text}: dropped {drop:.4f})")
+    if paired < 2:
         return check(
-            n.mean,
+            new_mean,
+            floor,
             False,
-            f"{text}: dropped {drop:.4f}; only {len(base_scores)} paired samples, "
-            "cannot test significance)",
+            f"{text}: dropped {drop:.4f}; only {paired} paired sample, cannot test significance)",
         )
-    options = CompareOptions(
-        resamples=rule.resamples, confidence=rule.confidence, seed=rule.seed, permutations=1000
-    )
-    paired = compare_pairs(base_scores, new_scores, options)
-    low, high = paired.ci_low, paired.ci_high
+    result = compare_pairs(base_scores, new_scores, rule.options())
+    low, high = result.ci_low, result.ci_high
     assert low is not None and high is not None  # two or more pairs
-    ci = f"paired {rule.confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], n={paired.n}"
+    ci = (
+        f"paired {rule.confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], "
+        f"bootstrap {rule.resamples} resamples, seed {rule.seed}"
+    )
     if (low > 0) if lower else (high < 0):  # entirely on the worse side of 0
-        return check(n.mean, False, f"{text}: dropped {drop:.4f}, significant: {ci})")
-    return check(n.mean, True, f"{text}: dropped {drop:.4f}, not significant: {ci})")
+        return check(new_mean, floor, False, f"{text}: dropped {drop:.4f}, significant: {ci})")
+    return check(new_mean, floor, True, f"{text}: dropped {drop:.4f}, not significant: {ci})")
+
+
+def _pairing(base: Report, new: Report, paired: int, missing: int) -> str:
+    """``paired n=18 (2 only in baseline, 1 unscored)``: how many samples the means cover."""
+    base_ids = {s.id for s in base.samples}
+    new_ids = {s.id for s in new.samples}
+    notes = [
+        f"{count} {what}"
+        for count, what in (
+            (len(base_ids - new_ids), "only in baseline"),
+            (len(new_ids - base_ids), "only in report"),
+            (missing, "unscored"),
+        )
+        if count
+    ]
+    return f"paired n={paired}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _scored(s: MetricSummary) -> str:

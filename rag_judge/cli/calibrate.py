@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -39,7 +40,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
     labels = (
         labels_from_dataset(args.labels, args.column) if args.column else load_labels(args.labels)
     )
-    results = calibrate(Report.load(args.report), labels)
+    report = Report.load(args.report)
+    ids = {s.id for s in report.samples}
+    if not ids & labels.keys():
+        print(
+            f"rag-judge calibrate: warning: no sample id is in both {args.report} "
+            f"({len(ids)} sample ids) and {args.labels} ({len(labels)} labelled ids); "
+            "nothing to calibrate (do the two files describe the same dataset?)",
+            file=sys.stderr,
+        )
+        return 1
+    results = calibrate(report, labels)
     if args.format == "json":
         print(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2, ensure_ascii=False))
     elif args.format == "md":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rag_judge.analysis.compare import CompareOptions
 from rag_judge.analysis.gates import (
     _NAMED_EXPR,
     OPERATORS,
@@ -12,6 +13,7 @@ from rag_judge.analysis.gates import (
     check_gates,
     parse_threshold,
 )
+from rag_judge.cli.compare import _positive_int
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
 
@@ -51,6 +53,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     gate.add_argument(
         "--lower-is-better", action="append", default=[], metavar="METRIC",
         help="a metric where a rise is the regression (repeatable)",
+    )  # fmt: skip
+    gate.add_argument(
+        "--resamples", type=_positive_int, default=CompareOptions.resamples,
+        help=f"bootstrap resamples of --significant-only (default {CompareOptions.resamples}, "
+        "as compare)",
+    )  # fmt: skip
+    gate.add_argument(
+        "--confidence", type=float, default=CompareOptions.confidence,
+        help="CI level of --significant-only (default 0.95)",
     )  # fmt: skip
     gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     gate.add_argument("-v", "--verbose", action="store_true", help="print passing gates too")
@@ -96,6 +107,8 @@ def run_gate(args: argparse.Namespace) -> int:
             lower_is_better=args.lower_is_better,
             metrics=args.metrics,
             seed=args.seed,
+            resamples=args.resamples,
+            confidence=args.confidence,
         )
     result = check_gates(report, thresholds, rule)
     print(result.render(verbose=args.verbose))

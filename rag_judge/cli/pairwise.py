@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rag_judge.data.jsonl import read_jsonl
-from rag_judge.errors import ConfigError, validation_messages
+from rag_judge.errors import cli_error
 from rag_judge.judge.pairwise import PairwiseJudge
 from rag_judge.llm import ClientConfig
 from rag_judge.llm.providers import PROVIDERS
@@ -46,8 +46,7 @@ def run_pairwise(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{loc}: {msg}" for loc, msg in validation_messages(exc))
-        raise ConfigError(problems) from None
+        raise cli_error(exc) from None
     result = judge.compare(list(a), list(b), labels=(str(args.a), str(args.b)))
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))

@@ -1,5 +1,11 @@
 """``rag-judge run CONFIG``: every experiment of a config, its reports, gates and comparison.
 
+Before any work, every experiment is checked: its dataset exists and each evaluator is
+prepared (rubric templates, models, a judge's API key in the environment); a problem is one
+``file:line: key: message`` line and exit status 2. A run never overwrites a previous one: when
+the output folder already holds a report (or a matrix comparison), the run goes to
+``FOLDER-2`` (``-3``, ...) and says so; ``--overwrite`` reuses the folder.
+
 After each experiment, failed values (errors, unscored verdicts, missing inputs) and failed
 model calls are summarised on stderr with their first distinct reasons, and the run exits 3
 when an evaluator failed beyond the config's ``max_error_rate`` (always when one produced no
@@ -13,14 +19,15 @@ import json
 import math
 import sys
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 
 from rag_judge.analysis.compare import compare_all
 from rag_judge.analysis.gates import check_gates
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
-from rag_judge.config import ExperimentConfig, folder_name, load_experiments
+from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
+from rag_judge.errors import ConfigError
+from rag_judge.evaluators.base import DryRun
 from rag_judge.pipeline import Pipeline, RunResult
 from rag_judge.report.markdown import summary_table
 from rag_judge.report.model import FailureKind, Report
@@ -30,8 +37,10 @@ __all__ = [
     "EXIT_EVALUATOR_FAILED",
     "EXIT_GATE_FAILED",
     "add_parser",
+    "dry_run_table",
     "evaluator_failures",
     "failure_summary",
+    "fresh_folder",
     "run",
 ]
 
@@ -63,11 +72,22 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     run_.add_argument("config", help="YAML experiment config (e.g. configs/demo.yaml)")
     run_.add_argument("--dataset", type=Path, help="dataset file, overriding the config's")
-    run_.add_argument("--out", type=Path, help="output folder (default: config output_dir)")
+    run_.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: config output_dir, else runs/NAME); one that holds a "
+        "previous run is kept: this run goes to FOLDER-2 (-3, ...) unless --overwrite",
+    )
+    run_.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into the output folder even when it holds a previous run",
+    )
     run_.add_argument(
         "--dry-run",
         action="store_true",
-        help="render every model prompt and estimate tokens and cost; call nothing",
+        help="render every model prompt and print a table of requests, tokens and cost per "
+        "evaluator; call nothing, write nothing",
     )
     run_.add_argument(
         "--max-error-rate", type=_rate, metavar="RATE",
@@ -90,20 +110,27 @@ def _rate(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Run each experiment (one, or one per matrix variant): 3 if an evaluator failed (beyond
-    ``max_error_rate``), else 1 if a gate failed, else 0."""
+    ``max_error_rate``), else 1 if a gate failed, else 0. Every experiment is checked first
+    (dataset, evaluators' prepare): a problem is a ConfigError before any work."""
+    path = resolve_config(args.config)
     overrides = {"dataset": str(args.dataset)} if args.dataset else None
-    experiments = load_experiments(resolve_config(args.config), overrides)
+    experiments = load_experiments(path, overrides)
     extra_gates = thresholds_from_cli(args.fail_under)
+    for name, config in experiments:
+        check_experiment(path, name, config, dataset_from_cli=args.dataset is not None)
     if args.dry_run:
         return _dry_run(experiments)
     first = experiments[0][1]
-    base_out = args.out or first.output_dir or Path("runs") / first.name
+    wanted = args.out or first.output_dir or Path("runs") / first.name
+    base_out = wanted if args.overwrite else fresh_folder(wanted)
+    if base_out != wanted:
+        print(f"{wanted} holds a previous run: writing to {base_out} (--overwrite reuses it)")
     failed = False
     broken = False  # an evaluator failed beyond max_error_rate
     reports: list[tuple[str, Report]] = []  # (its folder, the report), for the comparison
     for name, config in experiments:
         out = base_out / folder_name(name) if name else base_out
-        result = Pipeline(config).run()
+        result = Pipeline(config).run()  # prepared again: cheap, each evaluator keeps its load
         paths = result.write(out)
         reports.append((str(out), result.report))
         print(f"\n## {name}\n" if name else "", end="")
@@ -199,13 +226,88 @@ def _reasons(report: Report) -> list[tuple[tuple[FailureKind, str], tuple[int, l
     return [(k, (counts[k], metrics[k])) for k in ranked]
 
 
+def check_experiment(
+    path: Path, variant: str, config: ExperimentConfig, *, dataset_from_cli: bool = False
+) -> None:
+    """What can be known wrong before any work, as a ConfigError naming the config file and
+    line (or the option): a dataset that does not exist, an evaluator that cannot be prepared
+    (a template that does not parse, a judge's API key missing from the environment)."""
+    suffix = f" (variant {variant})" if variant else ""
+    dataset = config.dataset
+    if dataset is not None and not dataset.exists():
+        found = f"file not found: {dataset.resolve()}"
+        if dataset_from_cli:
+            raise ConfigError(f"--dataset: {found}")
+        raise ConfigError(f"{where(path, ('dataset',))}: dataset: {found}{suffix}")
+    try:
+        Pipeline(config).prepare()
+    except ConfigError as exc:
+        if not exc.loc:
+            raise ConfigError(f"{path}: {exc}{suffix}") from None
+        raise ConfigError(f"{where(path, exc.loc)}: {exc}{suffix}", loc=exc.loc) from None
+
+
+def fresh_folder(folder: Path) -> Path:
+    """``folder``, or when it holds a previous run (a report.json, or a matrix run's
+    comparison.json) the first of ``folder-2``, ``folder-3``, ... that does not."""
+    candidate, n = folder, 1
+    while (candidate / "report.json").exists() or (candidate / "comparison.json").exists():
+        n += 1
+        candidate = folder.with_name(f"{folder.name}-{n}")
+    return candidate
+
+
+_DRY_RUN_COLUMNS = [
+    ("evaluator", None),
+    ("prompts", "prompts"),
+    ("skipped", "skipped"),
+    ("requests", "requests"),
+    ("cache hits", "cache_hits"),
+    ("prompt tokens", "prompt_tokens_estimate"),
+    ("max completion tokens", "completion_tokens_max"),
+    ("cost", "cost_estimate"),
+]
+
+
+def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
+    """A plain-text table of dry-run estimates, one row per evaluator that would call a model
+    (named like ``evaluators[4] (judge)``); "no judge calls" when there is none. Prompts are
+    the rendered prompts, skipped the samples (x rubrics) left out for a missing input,
+    requests those not already cached (identical ones counted once), prompt tokens an
+    estimate, max completion tokens the bound the requests ask for; cost is an upper bound from
+    the client's prices, or "no price set"."""
+    if not estimates:
+        return "no judge calls: no evaluator of this config calls a model"
+    rows = [[title for title, _ in _DRY_RUN_COLUMNS]]
+    for label, estimate in estimates:
+        row = [label]
+        for _, field in _DRY_RUN_COLUMNS[1:]:
+            value = getattr(estimate, str(field))
+            if field == "cost_estimate":
+                row.append("no price set" if value is None else f"${value:.4f}")
+            else:
+                row.append(f"{value:,}")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:
-    """One line per evaluator that would call a model: what it would send, and its cost."""
+    """A table per experiment of what each evaluator that calls a model would send, and its
+    cost; nothing is called or written."""
     for name, config in experiments:
         samples = list(Pipeline(config).load_dataset())
-        label = f"{name} " if name else ""
+        estimates = []
         for i, evaluator in enumerate(config.evaluators):
             estimate = evaluator.dry_run(samples)
             if estimate is not None:
-                print(f"{label}evaluators[{i}] ({evaluator.type}): {json.dumps(asdict(estimate))}")
+                estimates.append((f"evaluators[{i}] ({evaluator.type})", estimate))
+        print(f"\n## {name}\n" if name else "", end="")
+        print(dry_run_table(estimates))
     return 0

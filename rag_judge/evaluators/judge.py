@@ -32,7 +32,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.errors import ConfigError
+from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
@@ -56,7 +56,7 @@ from rag_judge.judge.verdicts import (
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
-from rag_judge.llm.providers import check_capabilities
+from rag_judge.llm.providers import check_capabilities, check_client
 from rag_judge.report.model import Failure, FailureKind, Judgment, MetricInfo, MetricKind, Signature
 from rag_judge.resources import cache_dir
 
@@ -186,8 +186,15 @@ class JudgeEvaluator(Evaluator):
         return list(self._rubrics)
 
     def prepare(self) -> None:
-        """Read the rubric files and compile every rubric's template, once; a template that is
-        missing or does not parse is a ConfigError."""
+        """Check the client config for what must hold before any call (an API key in the
+        environment; nothing is called), then read the rubric files and compile every rubric's
+        template, once; a missing key, or a template that is missing or does not parse, is a
+        ConfigError (for the client, its ``loc`` names the key: ``client.api_key_env``)."""
+        try:
+            check_client(self.client)
+        except ConfigError as exc:
+            loc = ("client", *exc.loc)
+            raise ConfigError(f"{format_loc(loc)}: {exc}", loc=loc) from None
         if self._renderer is not None:
             return
         rubrics = self.resolved_rubrics()

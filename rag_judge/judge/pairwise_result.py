@@ -19,8 +19,8 @@ __all__ = ["PairOutcome", "PairVerdict", "PairwiseResult"]
 class PairVerdict(BaseModel):
     """One order's verdict: the order asked, the positional winner and the side it names (None
     when unscored or failed; ``reason`` then says why), the last reply verbatim, requests made
-    (1 + re-asks), whether every reply was cached, and a scoring client's distribution over
-    "1", "2", "tie"."""
+    (1 + re-asks; a call that failed for good counts the engine's attempts at it), whether
+    every reply was cached, and a scoring client's distribution over "1", "2", "tie"."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -146,20 +146,15 @@ class PairwiseResult:
         rows = self._summary_rows()
         width = max(len(k) for k, _ in rows)
         out = [f"pairwise {self.rubric}"] + [f"{k.ljust(width)}  {v}" for k, v in rows]
-        out += [f"unscored {p.id}: {p.reason}" for p in self.pairs if p.outcome is None]
-        return "\n".join([*out, _footer(self)])
+        if self.pairs:
+            out += ["", *_columns([_VERDICT_HEADER, *(_verdict_row(p) for p in self.pairs)])]
+        return "\n".join([*out, "", _footer(self)])
 
     def to_markdown(self) -> str:
         out = [f"# Pairwise comparison: {self.rubric}", "", "| | |", "|---|---:|"]
         out += [f"| {k} | {v} |" for k, v in self._summary_rows()]
-        out += ["", "| id | outcome | A first | B first | notes |", "|---|---|---|---|---|"]
-        for p in self.pairs:
-            by_order = {v.order: v for v in p.verdicts}
-            cells = [_md(_cell(by_order.get(o))) for o in ("AB", "BA")]
-            note = p.reason or ("" if p.consistent else "verdict flipped with the order")
-            out.append(
-                f"| {_md(p.id)} | {p.outcome or 'unscored'} | {' | '.join(cells)} | {_md(note)} |"
-            )
+        out += ["", "| " + " | ".join(_VERDICT_HEADER) + " |", "|---|---|---|---|---|"]
+        out += ["| " + " | ".join(_md(c) for c in _verdict_row(p)) + " |" for p in self.pairs]
         return "\n".join([*out, "", _footer(self), ""])
 
 
@@ -169,6 +164,24 @@ def _title(a: str, b: str) -> str:
 
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.4f}"
+
+
+_VERDICT_HEADER = ["id", "outcome", "A first", "B first", "notes"]
+
+
+def _verdict_row(pair: PairOutcome) -> list[str]:
+    """One question's cells: id, outcome, each order's verdict with its reason, a note."""
+    by_order = {v.order: v for v in pair.verdicts}
+    note = pair.reason or ("" if pair.consistent else "verdict flipped with the order")
+    cells = [_cell(by_order.get(o)) for o in ("AB", "BA")]
+    return [pair.id, pair.outcome or "unscored", *cells, note]
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """Rows as left-aligned columns two spaces apart, one line each."""
+    rows = [[" ".join(c.split()) for c in row] for row in rows]  # a reason on one line
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def _cell(verdict: PairVerdict | None) -> str:

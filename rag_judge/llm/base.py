@@ -20,7 +20,8 @@ class LLMError(Exception):
     """A call that failed for good (after retries), with a reason safe to put in a report.
 
     ``retryable`` tells the engine whether another attempt may succeed (429, 5xx, timeouts).
-    ``retry_after`` is the server's Retry-After in seconds, when it sent one.
+    ``retry_after`` is the server's Retry-After in seconds, when it sent one. ``attempts`` is
+    how many attempts the engine made before giving up (None before the engine has seen it).
     """
 
     def __init__(
@@ -30,11 +31,13 @@ class LLMError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         status: int | None = None,
+        attempts: int | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        self.attempts = attempts
 
 
 @dataclass(frozen=True)

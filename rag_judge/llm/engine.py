@@ -392,6 +392,7 @@ def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
     more. Built fresh, outside any ``except``, so it drags no SDK exception (or request with
     credentials) along as its context."""
     if attempts == 1 and not error.retryable:
+        error.attempts = 1
         return error
     if not error.retryable:
         why = f"not retryable, attempt {attempts}"
@@ -404,6 +405,7 @@ def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
         retryable=error.retryable,
         retry_after=error.retry_after,
         status=error.status,
+        attempts=attempts,
     )
 
 

@@ -40,8 +40,12 @@ button{padding:3px 10px;border:1px solid var(--line);background:var(--bg);border
   cursor:pointer}
 .scroll{overflow:auto;max-height:520px;border:1px solid var(--line);border-radius:6px}
 .matrix{font-size:12px}.matrix td,.matrix th{padding:3px 8px}
-.matrix thead th{position:sticky;top:0;cursor:pointer;max-width:90px;vertical-align:bottom}
-.matrix tbody th{position:sticky;left:0;background:#fff}
+.matrix thead{position:sticky;top:0;z-index:2}
+.matrix thead th{max-width:90px;vertical-align:bottom}.matrix tr.heads th{cursor:pointer}
+.matrix th:first-child{position:sticky;left:0;z-index:1}.matrix tbody th{background:#fff}
+.matrix tr.groups th+th{border-left:2px solid #9fb3c8}
+.matrix tr.groups th{color:var(--fg);text-transform:uppercase;letter-spacing:.04em;font-size:11px}
+.matrix .grp{border-left:2px solid #9fb3c8}
 .matrix a{text-decoration:none;color:var(--acc)}
 .h1{background:#eef4fa}.h2{background:#dce8f4}.h3{background:#c6d9ed}.h4{background:#b9d1e9}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
@@ -52,7 +56,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);padding:6px 
   border-radius:4px;font-size:12px;margin:4px 0}
 .config{max-height:420px;overflow:auto}.cols{display:flex;gap:32px;flex-wrap:wrap}
 .kv{font-size:13px}.kv code{font-size:12px}.ctx li{margin-bottom:4px}
-.tag{font-size:11px;color:var(--acc)}.text{margin:0;white-space:pre-wrap}
+.tag{font-size:11px;color:var(--acc)}.tag.unj{color:var(--mute);font-style:italic}
+.missed{margin:4px 0;color:var(--bad)}.note{font-size:12px;color:var(--mute);margin:4px 0}
+.text{margin:0;white-space:pre-wrap}
 [hidden]{display:none!important}
 """
 
@@ -82,7 +88,7 @@ JS = """(function () {
     });
   });
   var body = document.querySelector("#matrix tbody");
-  var heads = [].slice.call(document.querySelectorAll("#matrix thead th"));
+  var heads = [].slice.call(document.querySelectorAll("#matrix thead tr.heads th"));
   heads.forEach(function (th, i) {
     th.addEventListener("click", function () {
       var dir = th.classList.contains("asc") ? -1 : 1, num = th.dataset.t === "n";

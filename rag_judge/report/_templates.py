@@ -68,10 +68,15 @@ PAGE = """\
 {% if s.answer is not none %}<h4>answer</h4><p class=text>{{ s.answer }}</p>{% endif %}
 {% for ref in s.references %}<h4>reference {{ loop.index }}</h4><p class=text>{{ ref }}</p>
 {% endfor %}
-{% if s.contexts %}<h4>contexts (rank order)</h4><ol class=ctx>
-{%- for c in s.contexts %}<li><b>{{ c.id or missing }}</b>
-{%- if c.relevance %} <span class=tag>grade {{ c.relevance|short }}</span>{% endif %} \
-{{ c.text }}</li>{% endfor %}</ol>
+{% if s.contexts %}<h4>contexts (rank order, gold grade)</h4><ol class=ctx>
+{%- for c, grade in context_grades(s) %}<li><b>{{ c.id or missing }}</b> \
+{% if grade is none %}<span class="tag unj">{{ unjudged }}</span>{% else %}<span class=tag>grade \
+{{ grade|short }}</span>{% endif %} {{ c.text }}</li>{% endfor %}</ol>
+{% endif %}
+{% set missed = not_retrieved(s) %}
+{% if missed %}<p class=missed><b>relevant but not retrieved:</b> \
+{% for doc, grade in missed %}{{ doc }} (grade {{ grade|short }}){{ ", " if not loop.last }}\
+{% endfor %}</p>
 {% endif %}
 {% endif %}
 {% if r.errors %}<h4>errors</h4><ul class=errors>
@@ -110,7 +115,11 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 <td>{% if row.bar %}{{ svg.cibar(row.bar) }}{% endif %}</td><td class=num>{{ row.s.n }}</td>\
 {{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}<td class=agg>{{ row.s.aggregate }}</td></tr>
 {% endfor %}
-</tbody></table></section>
+</tbody></table>
+{% if twins %}<p class=note>Normalised twins hidden (each restates its rubric on [0, 1]; \
+report.json and report.md keep them): {{ twins|join(", ") }}</p>
+{% endif %}
+</section>
 <section id=dist><h2>Distributions</h2><div class=grid>
 {% for d in distributions %}
 <figure class=card><figcaption><b>{{ d.metric }}</b> <span>mean {{ d.s.mean|short }}</span>\
@@ -135,7 +144,11 @@ type=button>Collapse all</button></div>
 {% if not_embedded %}<p class=muted>The dataset ({{ not_embedded }}) is not embedded; the details \
 show what report.json holds.</p>
 {% endif %}
-<div class=scroll><table id=matrix class=matrix><thead><tr><th data-t=s>sample</th>
+<div class=scroll><table id=matrix class=matrix><colgroup><col></colgroup>
+{%- for group, ms in matrix.groups %}<colgroup class=grp span={{ ms|length }}></colgroup>\
+{% endfor %}<thead><tr class=groups><th></th>
+{%- for group, ms in matrix.groups %}<th colspan={{ ms|length }} scope=colgroup>{{ group }}</th>\
+{% endfor %}</tr><tr class=heads><th data-t=s>sample</th>
 {%- for m in matrix.metrics %}<th data-t=n>{{ m|break_after("_") }}</th>{% endfor %}</tr>\
 </thead><tbody>
 {% for row in matrix.rows %}
@@ -149,9 +162,11 @@ show what report.json holds.</p>
 {{ details(r) }}
 {% endfor %}
 </div></section>
-<section id=run><h2>Run</h2><div class=cols><div><h3>Versions</h3><table class=kv><tr>\
-<th scope=row>rag-judge</th><td>{{ report.rag_judge_version }}</td></tr><tr><th scope=row>created\
-</th><td>{{ report.created }}</td></tr></table><h3>Usage and cost</h3><table class=kv>
+<section id=run><h2>Run</h2><div class=cols><div><h3>Versions</h3><table class=kv>
+{%- for lib, version in versions %}<tr><th scope=row>{{ lib }}</th><td{{ " class=muted"|safe \
+if version == "not installed" }}>{{ version }}</td></tr>{% endfor %}<tr><th scope=row>created\
+</th><td>{{ report.created }}</td></tr></table><p class=note>rag-judge: the run's; python and \
+libraries: where this page was rendered.</p><h3>Usage and cost</h3><table class=kv>
 {%- for key, value in usage %}<tr><th scope=row>{{ key|replace("_", " ") }}</th>\
 <td class=num>{{ value|amount }}</td></tr>{% endfor %}</table></div><div><h3>Signatures</h3>\
 <table class=kv>

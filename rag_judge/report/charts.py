@@ -73,7 +73,8 @@ class Bins:
 def bin_scores(values: Sequence[float], scale: Scale) -> Bins:
     """One bar per integer of a discrete scale (rounded half up: a context mean of 2.5 counts
     as 3), else ten equal bins over [lo, hi] (the top value in the last), or between the
-    minimum and the maximum for an unbounded scale."""
+    minimum and the maximum for an unbounded scale. A value outside a bounded scale (float
+    error) is counted in the nearest end bin."""
     if scale.discrete and scale.hi is not None:
         first, last = int(scale.lo), int(scale.hi)
         counts = [0] * (last - first + 1)
@@ -207,13 +208,16 @@ class CiBar:
 
 
 def ci_bar(s: MetricSummary, scale: Scale) -> CiBar | None:
-    """Mean and interval on a 100-wide strip over the scale; none for an unbounded scale."""
+    """Mean and interval on a 100-wide strip over the scale; none for an unbounded scale.
+    Values a hair outside the scale (float error: a BERTScore of 1.0000000213) are clipped
+    into it, so the strip is drawn on the scale the metric declares."""
     if s.mean is None or scale.hi is None:
         return None
-    lo, span = scale.lo, (scale.hi - scale.lo) or 1.0
+    lo, hi = scale.lo, scale.hi
+    span = (hi - lo) or 1.0
 
     def x(v: float) -> float:
-        return 2 + 96 * (v - lo) / span
+        return 2 + 96 * (min(max(v, lo), hi) - lo) / span
 
     ci = None
     if s.ci_low is not None and s.ci_high is not None:

@@ -10,6 +10,9 @@ What the page shows comes from the Report model alone: each metric's kind and sc
 level from ``report.confidence``, and each sample as it was evaluated (``SampleResult.sample``:
 with a target, the target's answer and contexts). ``charts.py`` computes the SVGs' geometry;
 the template's macros draw it.
+
+The page explains its numbers: each context's gold grade and the relevant documents that were
+not retrieved, the sample table's columns grouped by kind, and the library versions.
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import platform
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup, escape
 
+from rag_judge.data.sample import Context, Sample
 from rag_judge.report._assets import CSS, JS
 from rag_judge.report._format import MISSING, amount, ci_label, interval, num, short
 from rag_judge.report._templates import PAGE, SVG
@@ -43,7 +49,11 @@ from rag_judge.report.charts import (
 from rag_judge.report.model import Judgment, MetricKind, MetricSummary, Report, Signature
 
 __all__ = [
+    "column_groups",
+    "context_grades",
     "k_families",
+    "library_versions",
+    "not_retrieved",
     "render_html",
     "scale_of",
     "svg_histogram",
@@ -52,18 +62,40 @@ __all__ = [
 ]
 
 _AT_K = re.compile(r"^(.+)@(\d+)$")
+UNJUDGED = "unjudged"
+# The sample table's column groups, in order: answer quality first, so a judge's scores are
+# not off-screen behind a score of retrieval columns.
+_GROUPS: tuple[tuple[str, frozenset[MetricKind]], ...] = (
+    ("judge", frozenset({MetricKind.JUDGE})),
+    ("generation", frozenset({MetricKind.LEXICAL, MetricKind.EMBEDDING})),
+    ("retrieval", frozenset({MetricKind.RETRIEVAL})),
+    ("other", frozenset({MetricKind.LATENCY, MetricKind.CUSTOM})),
+)
+# Distributions named in the Run section; the optional ones say "not installed" when absent.
+_LIBRARIES = (
+    "numpy",
+    "pydantic",
+    "torch",
+    "transformers",
+    "sacrebleu",
+    "rouge-score",
+    "openai",
+)
+NOT_INSTALLED = "not installed"
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{}'"
 
 
 def scale_of(metric: str, report: Report) -> Scale:
-    """The metric's declared scale when its values respect it (discrete for a judge rubric);
-    otherwise, or for an unbounded scale, the values' own range."""
+    """The scale the metric's kind declares (``MetricSummary.scale``; discrete for a judge
+    rubric on integers), whatever values were observed: one a hair outside it (float error)
+    is clipped into it when drawn. Only an unbounded scale (``hi`` None) uses the values' own
+    range."""
     s = report.summary[metric]
     lo, hi = s.scale
-    if hi is not None and all(lo <= v <= hi for v in _values(report, metric)):
-        rubric = s.kind is MetricKind.JUDGE and s.normalises is None
-        return Scale(lo, hi, discrete=rubric and float(lo).is_integer() and hi.is_integer())
-    return Scale(lo, None)
+    if hi is None:
+        return Scale(lo, None)
+    rubric = s.kind is MetricKind.JUDGE and s.normalises is None
+    return Scale(lo, hi, discrete=rubric and float(lo).is_integer() and float(hi).is_integer())
 
 
 def k_families(summary: Mapping[str, MetricSummary]) -> dict[str, list[tuple[int, MetricSummary]]]:
@@ -74,6 +106,55 @@ def k_families(summary: Mapping[str, MetricSummary]) -> dict[str, list[tuple[int
         if match and s.mean is not None:
             families.setdefault(match.group(1), []).append((int(match.group(2)), s))
     return {f: sorted(p, key=lambda x: x[0]) for f, p in families.items() if len(p) > 1}
+
+
+def column_groups(report: Report, metrics: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``metrics`` grouped by kind for the sample table (judge, generation: lexical and
+    embedding, retrieval, other), each group in summary order; empty groups left out."""
+    groups = [
+        (label, [m for m in metrics if report.summary[m].kind in kinds]) for label, kinds in _GROUPS
+    ]
+    return [(label, ms) for label, ms in groups if ms]
+
+
+def context_grades(sample: Sample) -> list[tuple[Context, float | None]]:
+    """Each retrieved context with its gold grade: its own ``relevance``, else the sample's
+    ``relevance`` table's grade for its id; None (unjudged) when neither has one."""
+    table = sample.relevance or {}
+    out: list[tuple[Context, float | None]] = []
+    for ctx in sample.contexts:
+        grade = ctx.relevance
+        if grade is None and ctx.id is not None:
+            grade = table.get(ctx.id)
+        out.append((ctx, grade))
+    return out
+
+
+def not_retrieved(sample: Sample) -> list[tuple[str, float]]:
+    """Judged-relevant documents (grade > 0 in the sample's ``relevance`` table) that are not
+    among the retrieved contexts, highest grade first."""
+    retrieved = {c.id for c in sample.contexts if c.id is not None}
+    missed = [(d, g) for d, g in (sample.relevance or {}).items() if g > 0 and d not in retrieved]
+    return sorted(missed, key=lambda p: -p[1])
+
+
+def library_versions(report: Report) -> list[tuple[str, str]]:
+    """rag-judge's version (the run's), Python's, and the installed versions of the libraries
+    that change numbers, read when the page is rendered ("not installed" where absent)."""
+    return [
+        ("rag-judge", report.rag_judge_version),
+        ("python", platform.python_version()),
+        *((name, _version(name)) for name in _LIBRARIES),
+    ]
+
+
+def _version(dist: str) -> str:
+    for name in dict.fromkeys((dist, dist.replace("-", "_"))):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return NOT_INSTALLED
 
 
 def render_html(report: Report) -> str:
@@ -91,7 +172,10 @@ def render_html(report: Report) -> str:
         css=Markup(CSS),
         js=Markup(JS),
         ci_label=ci_label(report.confidence),
-        summary=[_SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items()],
+        summary=[
+            _SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items() if m in shown
+        ],
+        twins=[m for m in report.summary if m not in shown],
         distributions=[
             _Distribution(m, s, histogram(bin_scores(_values(report, m), scales[m])))
             for m, s in report.summary.items()
@@ -101,6 +185,7 @@ def render_html(report: Report) -> str:
         not_embedded=str(dataset) if dataset and not embedded else "",
         matrix=_matrix(report, shown, scales),
         usage=list(report.usage.model_dump().items()),
+        versions=library_versions(report),
         config=json.dumps(report.config, indent=2, ensure_ascii=False, default=str),
     )
 
@@ -147,11 +232,14 @@ class _Row:
 
 @dataclass(frozen=True)
 class _Matrix:
+    groups: list[tuple[str, list[str]]]
     metrics: list[str]
     rows: list[_Row]
 
 
-def _matrix(report: Report, metrics: list[str], scales: Mapping[str, Scale]) -> _Matrix:
+def _matrix(report: Report, shown: list[str], scales: Mapping[str, Scale]) -> _Matrix:
+    groups = column_groups(report, shown)
+    metrics = [m for _, ms in groups for m in ms]
     rows = [
         _Row(
             r.id,
@@ -160,7 +248,7 @@ def _matrix(report: Report, metrics: list[str], scales: Mapping[str, Scale]) -> 
         )
         for r in report.samples
     ]
-    return _Matrix(metrics, rows)
+    return _Matrix(groups, metrics, rows)
 
 
 def _cell(value: float | None, scale: Scale, failed: bool) -> _Cell:
@@ -196,7 +284,12 @@ def _env() -> Environment:
         signature=_signature,
         extras=_extras,
     )
-    env.globals["missing"] = MISSING
+    env.globals.update(
+        missing=MISSING,
+        unjudged=UNJUDGED,
+        context_grades=context_grades,
+        not_retrieved=not_retrieved,
+    )
     return env
 
 

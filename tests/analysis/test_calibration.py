@@ -235,6 +235,23 @@ def test_markdown_and_cli(tmp_path: Path, capsys) -> None:
     assert table[1].split()[:4] == ["faith", "10", "0.907", "0.865"]
 
 
+def test_cli_without_a_shared_id_warns_and_exits_1(tmp_path: Path, capsys) -> None:
+    report = tmp_path / "report.json"
+    report.write_text(judge_report({"faith": JUDGE}).to_json())  # ids q0..q9
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": f"x{i}", "faith": 3}) + "\n" for i in range(3)))
+    assert calibrate_cli(str(report), str(labels)) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no sample id is in both" in captured.err
+    assert f"{report} (10 sample ids)" in captured.err
+    assert f"{labels} (3 labelled ids)" in captured.err
+    # one shared id is enough to calibrate (its other labels count as unpaired)
+    labels.write_text(labels.read_text() + json.dumps({"id": "q0", "faith": 3}) + "\n")
+    assert calibrate_cli(str(report), str(labels), "--format", "json") == 0
+    assert json.loads(capsys.readouterr().out)["faith"]["unpaired"] == 3
+
+
 def test_labels_as_a_dataset_column(tmp_path: Path) -> None:
     from rag_judge.analysis.calibration import labels_from_dataset
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_judge.analysis.compare import CompareOptions, compare_reports
 from rag_judge.analysis.gates import RegressionRule, check_gates, parse_threshold
 from rag_judge.cli.gate import add_parser
 from rag_judge.errors import ConfigError, DataError
@@ -161,8 +162,14 @@ def test_regression_without_significance() -> None:
     (failure,) = result.failures
     assert failure.kind == "regression"
     assert failure.bound == pytest.approx(0.635 - 0.02)
-    assert failure.message == "m = 0.6050 (baseline 0.6350, max_drop 0.02: dropped 0.0300)"
+    assert failure.message == (
+        "m = 0.6050 (baseline 0.6350, paired n=20, max_drop 0.02: dropped 0.0300)"
+    )
     assert check_gates(new, {}, RegressionRule(base, max_drop=0.03 + 1e-9)).passed
+    # a drop of 0.03 up to rounding (0.030000000000000027), printed 0.0300: not over 0.03
+    (check,) = check_gates(new, {}, RegressionRule(base, max_drop=0.03)).checked
+    assert check.passed and check.message.endswith("max_drop 0.03: drop 0.0300)")
+    assert not check_gates(new, {}, RegressionRule(base, max_drop=0.03 - 1e-9)).passed
     assert check_gates(base, {}, RegressionRule(new, max_drop=0.0)).passed  # an improvement
     # lower is better: the same change is an improvement, the reverse a regression.
     assert check_gates(new, {}, RegressionRule(base, max_drop=0.02, lower_is_better=["m"])).passed
@@ -188,7 +195,8 @@ def test_large_consistent_drop_is_significant() -> None:
     result = check_gates(new, {}, RegressionRule(base, max_drop=0.02, significant_only=True))
     (failure,) = result.failures
     assert ", significant: paired 95% CI of the change [-0.1" in failure.message
-    assert failure.message.endswith("n=20)")
+    assert "(baseline 0.6350, paired n=20, max_drop 0.02: " in failure.message
+    assert failure.message.endswith(", bootstrap 10000 resamples, seed 0)")
     # same seed, same verdict and message
     again = check_gates(new, {}, RegressionRule(base, max_drop=0.02, significant_only=True))
     assert again.failures[0].message == failure.message
@@ -218,6 +226,61 @@ def test_a_significant_rise_of_a_lower_is_better_metric_fails() -> None:
     assert failure.op == "<=" and failure.bound == pytest.approx(0.635 + 0.02)
     noisy, base = regression_pair([1.1, -0.9] * 10)  # a rise of 0.1, but noisy
     assert check_gates(noisy, {}, replace(rule, baseline=base)).passed
+
+
+def test_regression_compares_means_over_the_paired_samples_only() -> None:
+    # The baseline scored two more samples (low ones): its whole-report mean is 0.4, but over
+    # the three samples both runs scored it is 0.6, as in the new report: no regression.
+    base = make_report({"m": [0.5, 0.6, 0.7, 0.1, 0.1]})
+    new = make_report({"m": [0.5, 0.6, 0.7]})
+    assert base.summary["m"].mean == pytest.approx(0.4)
+    (check,) = check_gates(new, {}, RegressionRule(base)).checked
+    assert check.passed and check.value == pytest.approx(0.6)
+    assert check.message == (
+        "m = 0.6000 (baseline 0.6000, paired n=3 (2 only in baseline), max_drop 0: change 0.0000)"
+    )
+    # and the other way round: a drop over the shared samples fails, though the whole-report
+    # means are equal (0.4 both)
+    worse = make_report({"m": [0.4, 0.5, 0.6, 0.0, 0.0, 0.9]})
+    assert worse.summary["m"].mean == pytest.approx(0.4)
+    (failure,) = check_gates(worse, {}, RegressionRule(base, max_drop=0.05)).failures
+    assert failure.bound == pytest.approx(0.4 - 0.05)
+    assert failure.message == (
+        "m = 0.3000 (baseline 0.4000, paired n=5 (1 only in report), max_drop 0.05: dropped 0.1000)"
+    )
+    # a sample unscored on one side is left out and counted
+    holes = make_report({"m": [0.5, None, 0.7]})
+    (check,) = check_gates(holes, {}, RegressionRule(base)).checked
+    assert "paired n=2 (2 only in baseline, 1 unscored)" in check.message
+
+
+def test_regression_without_a_shared_sample_fails_clearly() -> None:
+    base = make_report({"m": [0.5, 0.6]})
+    other = base.model_copy(
+        update={
+            "samples": [s.model_copy(update={"id": f"x{i}"}) for i, s in enumerate(base.samples)]
+        }
+    )
+    (failure,) = check_gates(other, {}, RegressionRule(base, max_drop=1.0)).failures
+    assert failure.message == (
+        "m: no sample scored in both reports (paired n=0 (2 only in baseline, 2 only in report))"
+    )
+
+
+def test_gate_and_compare_share_one_bootstrap() -> None:
+    rng = np.random.default_rng(1)
+    new, base = regression_pair(list(-0.1 + rng.uniform(-0.05, 0.05, 20)))
+    for seed, resamples in ((0, None), (7, 500)):
+        kw = {} if resamples is None else {"resamples": resamples}
+        rule = RegressionRule(base, max_drop=0.02, significant_only=True, seed=seed, **kw)
+        (failure,) = check_gates(new, {}, rule).failures
+        options = CompareOptions(seed=seed, **kw)
+        mc = compare_reports(base, new, options).metrics["m"]
+        assert f"[{mc.ci_low:+.4f}, {mc.ci_high:+.4f}]" in failure.message
+        assert f"bootstrap {options.resamples} resamples, seed {seed})" in failure.message
+    assert RegressionRule(base).resamples == CompareOptions().resamples
+    with pytest.raises(ConfigError, match="resamples must be a positive integer"):
+        RegressionRule(base, resamples=0)
 
 
 def test_max_drop_is_validated() -> None:
@@ -254,6 +317,17 @@ def test_cli_exit_codes_and_output(reports: tuple[str, str], capsys) -> None:
     assert gate(new, "--baseline", base, "--max-drop", "0.02") == 1
     assert gate(new, "--baseline", base, "--max-drop", "0.02", "--significant-only") == 0
     assert gate(new, "--baseline", base) == 1  # --max-drop defaults to 0 with a baseline
+    capsys.readouterr()
+    assert gate(new, "--baseline", base, "--max-drop", "0.2", "--significant-only", "-v") == 0
+    assert capsys.readouterr().out == (
+        "PASS m = 0.5350 (baseline 0.6350, paired n=20, max_drop 0.2: drop 0.1000)\n"
+        "all 1 gates passed\n"
+    )
+    assert gate(new, "--baseline", base, "--significant-only", "--resamples", "300") == 0
+    assert "bootstrap 300 resamples, seed 0)" not in capsys.readouterr().out  # passing: quiet
+    assert gate(new, "--baseline", base, "--significant-only", "--resamples", "300", "-v") == 0
+    assert "not significant: paired 95% CI of the change [" in (out := capsys.readouterr().out)
+    assert "bootstrap 300 resamples, seed 0)" in out
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import fields
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rag_judge.cli import main
+from rag_judge.cli.run import dry_run_table
 from rag_judge.evaluators.base import DryRun
 from tests import REPO
 
@@ -113,21 +115,51 @@ def test_run_with_a_bad_dataset_override(tmp_path: Path, capsys) -> None:
     assert f"{bad}:2: field 'contexts'" in capsys.readouterr().err
 
 
+def dry_run_rows(out: str) -> dict[str, dict[str, str]]:
+    """The rows of `rag-judge run --dry-run`'s table: evaluator -> column -> cell."""
+    header, rule, *rows = out.strip().splitlines()
+    assert set(rule) == {"-", " "}
+    titles = re.split(r"\s{2,}", header.strip())
+    return {cells[0]: dict(zip(titles, cells, strict=True))
+            for cells in (re.split(r"\s{2,}", row.strip()) for row in rows)}  # fmt: skip
+
+
 def test_dry_run_counts_judge_prompts_and_calls_nothing(tmp_path: Path, capsys) -> None:
     assert main(["run", "configs/demo.yaml", "--dry-run", "--out", str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    # one line per evaluator that would call a model: only the judge (the others return None)
-    assert [ln.split(":")[0] for ln in lines] == ["evaluators[4] (judge)"]
-    line = lines[-1]
-    assert line.startswith("evaluators[4] (judge): ")
-    estimate = json.loads(line.split(": ", 1)[1])
+    rows = dry_run_rows(capsys.readouterr().out)
+    # one row per evaluator that would call a model: only the judge (the others return None)
+    assert list(rows) == ["evaluators[4] (judge)"]
+    row = rows["evaluators[4] (judge)"]
+    assert list(row) == ["evaluator", "prompts", "skipped", "requests", "cache hits",
+                         "prompt tokens", "max completion tokens", "cost"]  # fmt: skip
+    assert len(row) == 1 + len(fields(DryRun))  # a column for every estimate
     # 30 samples x 4 single-request rubrics + one request per retrieved context
     contexts = sum(len(json.loads(x)["contexts"]) for x in
                    (REPO / "configs/data/demo.jsonl").read_text().splitlines())  # fmt: skip
-    assert estimate["prompts"] == 30 * 4 + contexts
-    assert estimate["prompt_tokens_estimate"] > 0
-    assert set(estimate) == {f.name for f in fields(DryRun)}
+    assert int(row["prompts"].replace(",", "")) == 30 * 4 + contexts
+    assert int(row["prompt tokens"].replace(",", "")) > 0
+    assert row["cost"] == "no price set"  # the demo's stub judge has no prices
     assert not (tmp_path / "report.json").exists()
+
+
+def test_dry_run_table_cost_and_no_judge(tmp_path: Path, capsys) -> None:
+    estimate = DryRun(prompts=1200, skipped=3, requests=1100, cache_hits=100,
+                      prompt_tokens_estimate=123456, completion_tokens_max=600,
+                      cost_estimate=0.25)  # fmt: skip
+    rows = dry_run_rows(dry_run_table([("evaluators[0] (judge)", estimate)]))
+    assert rows["evaluators[0] (judge)"] == {
+        "evaluator": "evaluators[0] (judge)", "prompts": "1,200", "skipped": "3",
+        "requests": "1,100", "cache hits": "100", "prompt tokens": "123,456",
+        "max completion tokens": "600", "cost": "$0.2500"}  # fmt: skip
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        f"dataset: {REPO / 'configs/data/demo.jsonl'}\nevaluators: [{{type: bleu}}]\n"
+    )
+    assert main(["run", str(config), "--dry-run"]) == 0
+    assert (
+        capsys.readouterr().out.strip()
+        == "no judge calls: no evaluator of this config calls a model"
+    )
 
 
 def test_compare_two_runs_end_to_end(tmp_path: Path, capsys) -> None:

@@ -336,6 +336,25 @@ def test_cli_with_the_default_stub(
         assert "B wins" in out and "0.7500" in out and "signature: pairwise_win_rate" in out
 
 
+def test_table_prints_each_question_s_two_verdicts() -> None:
+    table = PairwiseJudge().compare(A, B, client=_client(_longer)).to_table()
+    lines = table.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("id "))
+    assert lines[head].split() == ["id", "outcome", "A", "first", "B", "first", "notes"]
+    q1 = ["q1", "B", "B:", "1", "vs", "4", "chars", "B:", "4", "vs", "1", "chars"]
+    assert lines[head + 1].split() == q1
+    assert lines[head + 4].startswith("q4  A ")
+    assert lines[head + 5].split()[:3] == ["q5", "tie", "tie:"]
+    flipped = PairwiseJudge().compare(A[:1], B[:1], client=_client(_first)).to_table()
+    row = next(line for line in flipped.splitlines() if line.startswith("q1 "))
+    reason = ["the", "first", "answer", "is", "better"]
+    note = ["verdict", "flipped", "with", "the", "order"]
+    assert row.split() == ["q1", "tie", "A:", *reason, "B:", *reason, *note]
+    missing = PairwiseJudge().compare(A[:1], [B[0].model_copy(update={"answer": None})])
+    row = next(line for line in missing.to_table().splitlines() if line.startswith("q1 "))
+    assert row.split()[:2] == ["q1", "unscored"] and "missing or empty in B" in row
+
+
 def test_cli_errors(tmp_path: Path) -> None:
     a = _write(tmp_path / "a.jsonl", A)
     args = _args(str(a), str(a), "--rubric", "nope")

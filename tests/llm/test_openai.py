@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from rag_judge.errors import ConfigError
 from rag_judge.llm import ClientConfig, make_engine
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.http import parse_retry_after, redact
-from rag_judge.llm.providers.openai import OpenAIClient
+from rag_judge.llm.providers.openai import OpenAIClient, key_problem
 from tests.fake_openai_server import FakeOpenAIServer, Reply, chat, error, hang, malformed
 
 KEY = "sk-ragjudge-TESTKEY-9f8e7d6c5b4a39281706"
@@ -271,8 +272,14 @@ def test_run_sync_twice_gets_a_fresh_sdk_client_per_loop() -> None:
 
 def test_missing_key_for_the_openai_api_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    with pytest.raises(Exception, match="set the environment variable NO_SUCH_KEY_VAR"):
+    with pytest.raises(ConfigError, match="environment variable NO_SUCH_KEY_VAR is not set") as err:
         OpenAIClient("gpt-x", api_key_env="NO_SUCH_KEY_VAR")
+    assert err.value.loc == ("api_key_env",)
+    # the same check, without building a client: for the prepare step
+    assert "NO_SUCH_KEY_VAR is not set" in (key_problem("NO_SUCH_KEY_VAR", None) or "")
+    assert key_problem("NO_SUCH_KEY_VAR", "http://localhost:8000/v1") is None  # may need none
+    monkeypatch.setenv("NO_SUCH_KEY_VAR", "sk-secret-value")
+    assert key_problem("NO_SUCH_KEY_VAR", None) is None
 
 
 def test_the_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -106,6 +106,41 @@ def test_scores_bounded_and_identity_is_one(n: int, m: int, seed: int) -> None:
     assert greedy_prf(a, np.ones(n), a, np.ones(n)) == pytest.approx((1.0, 1.0, 1.0))
 
 
+def test_identical_pair_scores_exactly_one_despite_float_error() -> None:
+    # Unit rows as the encoder stores them (float32), multiplied in float64: a row's cosine with
+    # itself is 1 only up to rounding, e.g. 1.0000000213. Keep the rows whose error is upwards.
+    rng = np.random.default_rng(0)
+    unit32 = _unit(rng.normal(size=(400, 384))).astype(np.float32)
+    wide = unit32.astype(np.float64)
+    over = unit32[np.einsum("ij,ij->i", wide, wide) > 1.0 + 1e-9]
+    assert len(over) >= 20
+    rows = [over[k : k + 5] for k in range(0, 20, 5)]
+    for r in rows:
+        r64 = r.astype(np.float64)
+        assert float((r64 * r64).sum(axis=1).mean()) > 1.0  # unclamped, P would exceed 1
+        weights = np.ones(len(r))
+        assert greedy_prf(r, weights, r, weights) == (1.0, 1.0, 1.0)
+        prf = score_pairs([r], [weights], np.array([0]), np.array([0]))
+        assert prf.tolist() == [[1.0, 1.0, 1.0]]
+        # rescaling comes after the snap: 1 stays 1, and other scores may leave [0, 1]
+        assert rescale(prf, np.array([0.8, 0.7, 0.75])).tolist() == [[1.0, 1.0, 1.0]]
+    low = rescale(np.array([[0.5, 0.5, 0.5]]), np.array([0.8, 0.8, 0.8]))
+    assert float(low.max()) < 0.0
+
+
+def test_values_far_outside_the_range_are_not_snapped() -> None:
+    # Not unit vectors (a bug upstream): left visible rather than hidden by a clamp.
+    long = np.array([[2.0, 0.0]])
+    p, r, f = greedy_prf(long, np.ones(1), long, np.ones(1))
+    assert (p, r, f) == (4.0, 4.0, 4.0)
+    # A negative best cosine is a legitimate score and stays negative.
+    a, b = np.array([[1.0, 0.0]]), np.array([[-1.0, 0.0]])
+    assert greedy_prf(a, np.ones(1), b, np.ones(1))[:2] == (-1.0, -1.0)
+    # Within 1e-6 of the range: snapped.
+    near = np.array([[1.0 + 2e-7, 0.0]])
+    assert greedy_prf(near, np.ones(1), np.array([[1.0, 0.0]]), np.ones(1)) == (1.0, 1.0, 1.0)
+
+
 # -- the in-process LRU and the cache folder -----------------------------------------------------
 
 

@@ -12,14 +12,22 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from rag_judge.errors import ConfigError
 
 if TYPE_CHECKING:
     from rag_judge.llm.base import LLMClient
 
-__all__ = ["PROVIDERS", "ClientConfig", "check_capabilities", "make_client", "provider_names"]
+__all__ = [
+    "CHECKS",
+    "PROVIDERS",
+    "ClientConfig",
+    "check_capabilities",
+    "check_client",
+    "make_client",
+    "provider_names",
+]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -41,7 +49,7 @@ class ClientConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     provider: str = "stub"
-    model: str | None = None
+    model: str | None = Field(default=None, validate_default=True)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = Field(default=60.0, gt=0)
@@ -74,11 +82,13 @@ class ClientConfig(BaseModel):
             )
         return value
 
-    @model_validator(mode="after")
-    def _model_needed(self) -> ClientConfig:
-        if self.provider == "openai" and not self.model:
-            raise ValueError("provider 'openai' needs a model name, e.g. model: gpt-4o-mini")
-        return self
+    @field_validator("model")
+    @classmethod
+    def _model_needed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # A field check (not a model one), so the error names the key: ``client.model``.
+        if info.data.get("provider") == "openai" and not value:
+            raise ValueError("provider 'openai' needs a model name, e.g. gpt-4o-mini")
+        return value
 
 
 def _openai(config: ClientConfig) -> LLMClient:
@@ -91,6 +101,14 @@ def _openai(config: ClientConfig) -> LLMClient:
         timeout=config.timeout,
         structured_output=config.structured_output,
     )
+
+
+def _check_openai(config: ClientConfig) -> None:
+    from rag_judge.llm.providers.openai import key_problem
+
+    problem = key_problem(config.api_key_env, config.base_url)
+    if problem:
+        raise ConfigError(problem, loc=("api_key_env",))
 
 
 def _local(config: ClientConfig) -> LLMClient:
@@ -148,6 +166,23 @@ so register a provider before reading a config that names it. Adding one::
 then ``client: {provider: echo, model: echo-2}`` in an experiment's YAML (after
 ``import my_package.judges``), or ``make_client(ClientConfig(provider="echo"))``.
 """
+
+
+CHECKS: dict[str, Callable[[ClientConfig], None]] = {"openai": _check_openai}
+"""Provider name -> a cheap check of a ``ClientConfig`` for what must hold before any call
+(an API key in the environment): no network, no heavy import, no client built. It raises a
+``ConfigError`` whose ``loc`` names the ``ClientConfig`` key at fault. Optional per provider."""
+
+
+def check_client(config: ClientConfig) -> None:
+    """Raise a ``ConfigError`` (its ``loc`` the key at fault, e.g. ``("api_key_env",)``) for a
+    problem with ``config`` known before any call, such as a missing API key; the value of a key
+    is never part of the message. Builds no client and calls nothing."""
+    if config.provider not in PROVIDERS:
+        raise ConfigError(_unknown(config.provider), loc=("provider",))
+    check = CHECKS.get(config.provider)
+    if check is not None:
+        check(config)
 
 
 def provider_names() -> str:

@@ -29,7 +29,7 @@ from rag_judge.llm.http import count_request, parse_retry_after, redact, server_
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIClient"]
+__all__ = ["OpenAIClient", "key_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,20 @@ def _tls_context() -> ssl.SSLContext | None:
     return None
 
 
+def key_problem(api_key_env: str, base_url: str | None) -> str | None:
+    """Why a client could not authenticate, known before any call: the OpenAI API (no
+    ``base_url``, or one at api.openai.com) with the environment variable ``api_key_env`` unset
+    or empty; None otherwise (a local server may need no key). Never names the key's value."""
+    if base_url is not None and "api.openai.com" not in base_url:
+        return None
+    if os.environ.get(api_key_env):
+        return None
+    return (
+        f"environment variable {api_key_env} is not set: the OpenAI API needs a key "
+        "(or give base_url for a local server that needs none)"
+    )
+
+
 class OpenAIClient:
     """An ``LLMClient`` over ``openai.AsyncOpenAI``.
 
@@ -126,11 +140,9 @@ class OpenAIClient:
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.structured_output = structured_output
-        if self.base_url is None and not os.environ.get(api_key_env):
-            raise ConfigError(
-                f"the OpenAI API needs a key: set the environment variable {api_key_env} "
-                "(or give base_url for a local server that needs none)"
-            )
+        problem = key_problem(api_key_env, self.base_url)
+        if problem:
+            raise ConfigError(problem, loc=("api_key_env",))
         try:  # imported here, outside any event loop: importing takes a second
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the install

@@ -16,6 +16,8 @@ Where this differs from bert-score, on purpose:
 * A text with no token besides ``[CLS]``/``[SEP]`` (empty, or whitespace) scores 0 for
   P, R and F instead of crashing (bert-score 0.3.13 under transformers 5 raises on it); a
   zero-weight side (every idf 0) also gives 0 where bert-score gives NaN.
+* P, R and F within 1e-6 outside [0, 1] (float error: 1.0000000213 for an identical pair) are
+  snapped onto it, so an identical pair scores exactly 1.0; baseline rescaling comes after.
 
 Everything here is pure NumPy over arrays, in float64.
 """
@@ -111,11 +113,27 @@ def greedy_prf(
     if cand_total <= 0.0 or ref_total <= 0.0 or len(cand) == 0 or len(ref) == 0:
         return 0.0, 0.0, 0.0
     sim = np.asarray(cand, dtype=np.float64) @ np.asarray(ref, dtype=np.float64).T
-    precision = float(sim.max(axis=1) @ cand_weights) / cand_total
-    recall = float(sim.max(axis=0) @ ref_weights) / ref_total
+    precision = _snap(float(sim.max(axis=1) @ cand_weights) / cand_total)
+    recall = _snap(float(sim.max(axis=0) @ ref_weights) / ref_total)
     denom = precision + recall
-    f1 = 2.0 * precision * recall / denom if denom != 0.0 else 0.0
+    f1 = _snap(2.0 * precision * recall / denom) if denom != 0.0 else 0.0
     return precision, recall, f1
+
+
+SNAP_TOLERANCE = 1e-6
+
+
+def _snap(value: float) -> float:
+    """``value`` moved onto [0, 1] when it lies outside by float error only (at most
+    ``SNAP_TOLERANCE``): cosines of unit vectors summed in float64 can give 1.0000000213 for an
+    identical pair. A value further outside is left as it is: a cosine below 0 is a legitimate
+    (negative) score, and one far above 1 means the vectors were not normalised, which this must
+    not hide. Applied before any baseline rescaling, whose results are not bounded to [0, 1]."""
+    if 1.0 < value <= 1.0 + SNAP_TOLERANCE:
+        return 1.0
+    if -SNAP_TOLERANCE <= value < 0.0:
+        return 0.0
+    return value
 
 
 def score_pairs(
