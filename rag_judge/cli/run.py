@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         paths = result.write(out)
         reports.append((str(out), result.report))
         print(f"\n## {name}\n" if name else "", end="")
+        print("\n".join(what_ran(result.report)))
         print(summary_table(result.report))
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
         gates = {**config.gates, **extra_gates}
@@ -311,3 +312,21 @@ def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:
         print(f"\n## {name}\n" if name else "", end="")
         print(dry_run_table(estimates))
     return 0
+
+
+def what_ran(report: Report) -> list[str]:
+    """What a run did, for the terminal: samples, evaluators, the judge model; and a plain word
+    when the judge was the stub, whose scores are a heuristic."""
+    evaluators = [str(e.get("type")) for e in report.config.get("evaluators", [])]
+    judges = sorted(
+        {s.options["judge"] for s in report.signatures.values() if "judge" in s.options}
+    )
+    line = f"rag-judge: {len(report.samples)} samples · evaluators: {', '.join(evaluators)}"
+    lines = [line + (f" · judge: {', '.join(judges)}" if judges else "")]
+    stub = report.stub_judged()
+    if stub:
+        lines.append(
+            f"rag-judge: note: {', '.join(stub)} scored by the stub judge, a lexical "
+            "word-overlap heuristic, not an LLM (set client.provider to openai or local)"
+        )
+    return lines

@@ -58,6 +58,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);padding:6px 
 .kv{font-size:13px}.kv code{font-size:12px}.ctx li{margin-bottom:4px}
 .tag{font-size:11px;color:var(--acc)}.tag.unj{color:var(--mute);font-style:italic}
 .missed{margin:4px 0;color:var(--bad)}.note{font-size:12px;color:var(--mute);margin:4px 0}
+.banner{margin:8px 0 0;padding:8px 12px;border:1px solid #e0b252;background:#fff8e6}
 .text{margin:0;white-space:pre-wrap}
 [hidden]{display:none!important}
 """

@@ -105,7 +105,10 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 <body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples · rag-judge \
 {{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
 <a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a><a href=#samples>Samples</a>\
-<a href=#run>Run</a></nav></header>
+<a href=#run>Run</a></nav>{% if stub_rubrics %}<p class=banner><b>Stub judge.</b> \
+{{ stub_rubrics|join(", ") }} {{ "was" if stub_rubrics|length == 1 else "were" }} scored by the \
+stub provider: a lexical word-overlap heuristic for offline runs and CI, not an LLM's judgment.\
+</p>{% endif %}</header>
 <section id=summary><h2>Summary</h2><table class=summary><thead><tr><th>metric</th>\
 <th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
 <th class=num>errors</th><th class=num>unscored</th><th>aggregate</th></tr></thead><tbody>

@@ -176,6 +176,7 @@ def render_html(report: Report) -> str:
             _SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items() if m in shown
         ],
         twins=[m for m in report.summary if m not in shown],
+        stub_rubrics=report.stub_judged(),
         distributions=[
             _Distribution(m, s, histogram(bin_scores(_values(report, m), scales[m])))
             for m, s in report.summary.items()

@@ -284,6 +284,15 @@ class Report(BaseModel):
             if s.kind is MetricKind.JUDGE and s.normalises is None
         ]
 
+    def stub_judged(self) -> list[str]:
+        """The judge rubrics scored by the stub provider (a lexical heuristic, not a model)."""
+        return [
+            m
+            for m in self.judge_rubrics()
+            if m in self.signatures
+            and self.signatures[m].options.get("judge", "").startswith("stub/")
+        ]
+
     @property
     def confidence(self) -> float:
         """The interval level the summary's bounds were computed at."""

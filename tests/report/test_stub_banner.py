@@ -1,0 +1,37 @@
+"""A stub judge's scores are said to be a heuristic: on the terminal and in report.html."""
+
+from __future__ import annotations
+
+from rag_judge import JudgeEvaluator, Pipeline, RetrievalEvaluator
+from rag_judge.cli.run import what_ran
+from rag_judge.report.html import render_html
+from rag_judge.report.model import Report, Signature
+from tests.evaluators import judge_sample
+
+SAMPLES = [judge_sample(i, relevance={f"d{i}": 1}) for i in (1, 2)]
+
+
+def _report() -> Report:
+    judge = JudgeEvaluator(rubrics=["faithfulness"], cache=None)  # the stub is the default
+    return Pipeline([RetrievalEvaluator(metrics=["mrr"]), judge]).run(SAMPLES).report
+
+
+def test_a_stub_judged_run_says_so_on_the_terminal_and_in_the_page() -> None:
+    report = _report()
+    assert report.stub_judged() == ["faithfulness"]
+    lines = what_ran(report)
+    assert lines[0].startswith("rag-judge: 2 samples · evaluators: retrieval, judge · judge: stub/")
+    assert "faithfulness scored by the stub judge, a lexical word-overlap heuristic" in lines[1]
+    page = render_html(report)
+    assert "<b>Stub judge.</b> faithfulness was scored by the stub provider" in page
+
+
+def test_a_model_judged_run_has_no_stub_banner() -> None:
+    report = _report()
+    sig = report.signatures["faithfulness"]
+    options = {**sig.options, "judge": "openai/gpt-4o-mini"}
+    report.signatures["faithfulness"] = sig.model_copy(update={"options": options})
+    assert report.stub_judged() == []
+    assert len(what_ran(report)) == 1
+    assert "Stub judge." not in render_html(report)
+    assert isinstance(report.signatures["faithfulness"], Signature)
