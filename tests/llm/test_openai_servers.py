@@ -318,7 +318,10 @@ def test_usage_counts_every_request_the_server_saw() -> None:
     assert all(isinstance(r, Completion) for r in results)
     usage = engine.usage
     resent = sum("response_format" in b for b in srv.requests)  # each refused once, then resent
-    assert 1 <= resent <= 8  # the first wave, before the client learnt to stop asking
+    # Refused, then resent: the requests that left before the client learnt to stop asking.
+    # That is the first wave of 8 plus any that a fast 503 freed a slot for meanwhile, so the
+    # exact number depends on timing; what must hold is that it learnt (not all 30 refused).
+    assert 1 <= resent < len(set(prompts))
     assert usage.requests + usage.cache_hits == len(requests)
     assert usage.requests == len(set(prompts)) == 30
     assert usage.retries == resent + 10  # the resends and the retries after a 503
