@@ -16,7 +16,6 @@ __all__ = [
     "format_loc",
     "friendly_message",
     "validation_messages",
-    "validation_problems",
 ]
 
 
@@ -62,7 +61,7 @@ _MAPPING_TYPES = {"dict_type", "model_type", "model_attributes_type", "dataclass
 def friendly_message(err: Mapping[str, Any]) -> str:
     """One pydantic error's message for a user: no "Value error, " prefix, no tuple, set or
     class names (YAML and JSON have lists and mappings)."""
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = _message(err)
     kind = err.get("type")
     if kind in _LIST_TYPES:
         return "expected a list"
@@ -75,26 +74,17 @@ def friendly_message(err: Mapping[str, Any]) -> str:
 
 
 def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
-    """(field path, message) for every problem in a pydantic ValidationError; the path is
-    "<root>" for the object itself (prefer :func:`validation_problems`, which leaves it out)."""
-    items = []
-    for err in exc.errors(include_url=False):
-        msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        items.append((format_loc(tuple(err["loc"])) or "<root>", msg))
-    return items
+    """(field path, message) for every problem in a pydantic ValidationError, in pydantic's
+    words; the path is "<root>" for the object itself."""
+    return [
+        (format_loc(tuple(err["loc"])) or "<root>", _message(err))
+        for err in exc.errors(include_url=False)
+    ]
 
 
-def validation_problems(exc: ValidationError) -> list[str]:
-    """``path: message`` for every problem (just the message for the object itself), in the
-    words of :func:`friendly_message`."""
-    out = []
-    for err in exc.errors(include_url=False):
-        where = format_loc(tuple(err["loc"]))
-        msg = friendly_message(err)
-        out.append(f"{where}: {msg}" if where else msg)
-    return out
+def _message(err: Mapping[str, Any]) -> str:
+    """pydantic's message without the "Value error, " its validators' errors get."""
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def cli_error(exc: ValidationError, options: Mapping[str, str] | None = None) -> ConfigError:
