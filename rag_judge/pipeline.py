@@ -7,9 +7,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from rag_judge import _progress as progress_
 from rag_judge._version import __version__
 from rag_judge.config import ExperimentConfig, load_config
 from rag_judge.data.readers import load_dataset
@@ -110,21 +112,37 @@ class Pipeline:
                     raise ConfigError(f"{format_loc(loc)}: {message}", loc=loc) from None
                 raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
 
-    def run(self, dataset: Dataset | Sequence[Sample] | None = None) -> RunResult:
+    def run(
+        self,
+        dataset: Dataset | Sequence[Sample] | None = None,
+        *,
+        progress: progress_.Mode | Literal["bar", "lines", "off"] | None = None,
+    ) -> RunResult:
         """Evaluate every sample with every evaluator. Per-sample failures are recorded in the
-        report, never raised; an evaluator that crashes outright fails only its own metrics."""
+        report, never raised; an evaluator that crashes outright fails only its own metrics.
+
+        ``progress``: ``"bar"`` (a live line on stderr, rewritten in place), ``"lines"`` (one
+        line per finished step) or ``"off"``; None (the default) uses the active display,
+        which is off unless a caller (the CLI) turned one on."""
+        if progress is not None:
+            with progress_.showing(progress_.Display(progress_.Mode(progress))):
+                return self.run(dataset)
+        progress_.current().start_run(self.config.name)
         self.prepare()
         samples = list(self.load_dataset() if dataset is None else dataset)
         outputs: list[tuple[EvaluatorResult, dict[str, MetricInfo]]] = []
         steps: dict[str, list[str]] = {}
         if self.config.target is not None:
-            samples, called = self._call_target(samples)
+            with progress_.step("target"):
+                samples, called = self._call_target(samples)
             outputs.append((called, {"latency_s": LATENCY}))
             steps["target"] = ["latency_s"]
         for i, evaluator in enumerate(self.config.evaluators):
+            name = f"evaluators[{i}] ({evaluator.type})"
             info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
-            outputs.append((self._run_one(evaluator, samples), info))
-            steps[f"evaluators[{i}] ({evaluator.type})"] = list(info)
+            with progress_.step(name):
+                outputs.append((self._run_one(evaluator, samples), info))
+            steps[name] = list(info)
         return RunResult(self._report(samples, outputs), samples, steps)
 
     def _report(

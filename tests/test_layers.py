@@ -16,7 +16,7 @@ PACKAGE = REPO / "rag_judge"
 # nothing in a higher one, and nothing beside it in the same layer (llm and metrics are peers).
 LAYERS: list[tuple[str, ...]] = [
     ("rag_judge._version", "rag_judge.errors"),
-    ("rag_judge._async", "rag_judge.resources", "rag_judge.stats"),
+    ("rag_judge._async", "rag_judge._progress", "rag_judge.resources", "rag_judge.stats"),
     ("rag_judge.data",),
     ("rag_judge.report.model",),
     ("rag_judge.llm", "rag_judge.metrics"),
@@ -57,7 +57,10 @@ def _imports(name: str, path: Path) -> set[str]:
                 anchor = name.split(".") if is_package else name.split(".")[:-1]
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            # ``from pkg import mod`` imports the module; ``from pkg import name``, the package
+            subs = [f"{base}.{a.name}" for a in node.names]
+            modules = [t for t in subs if t in MODULES]
+            targets = modules if len(modules) == len(subs) else [*subs, base]
         for target in targets:
             while target and target not in MODULES:
                 target = target.rpartition(".")[0]
@@ -114,6 +117,6 @@ def test_no_import_cycles() -> None:
     assert not cyclic, f"modules inside import cycles: {cyclic}"
 
 
-def test_at_most_eight_modules_at_the_top() -> None:
+def test_at_most_nine_modules_at_the_top() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert len(top) <= 8, top
+    assert len(top) <= 9, top

@@ -1,18 +1,36 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
-``compare``, ``gate``, ``calibrate``, ``pairwise``)."""
+``compare``, ``gate``, ``calibrate``, ``pairwise``).
+
+Progress goes to stderr while a command runs (a live line on a terminal, one line per step
+otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
+cancelled, finished ones stay in the caches, and it says where things stood and exits 130
+(a second Ctrl-C while it cleans up exits at once).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
+from rag_judge import _progress as progress
 from rag_judge._version import __version__
 from rag_judge.cli import calibrate, compare, gate, pairwise, retrieval, run
 from rag_judge.errors import RagJudgeError
 
-__all__ = ["main"]
+__all__ = ["EXIT_INTERRUPTED", "entry", "main"]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`)
+RESUME = (
+    "finished judge calls and BERTScore embeddings are kept in their caches (where the "
+    "config enables them): rerunning the same command resumes from there; the interrupted "
+    "experiment wrote no report"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,8 +44,48 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    display = progress.Display(progress.auto_mode(sys.stderr, quiet=getattr(args, "quiet", False)))
+    with progress.showing(display):
+        try:
+            return int(args.handler(args))
+        except RagJudgeError as exc:
+            display.clear_line()
+            print(f"rag-judge: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return _interrupted(display, args.command)
+        except BrokenPipeError:
+            # Python's recipe: point stdout at devnull so the exit's flush does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+
+
+def _interrupted(display: progress.Display, command: str) -> int:
+    """Say where things stood; a second Ctrl-C meanwhile exits at once."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _exit_now) if main_thread else None
     try:
-        return int(args.handler(args))
-    except RagJudgeError as exc:
-        print(f"rag-judge: error: {exc}", file=sys.stderr)
-        return 2
+        display.clear_line()
+        print(f"\nrag-judge: interrupted: {display.status()}", file=sys.stderr)
+        if command in ("run", "pairwise"):
+            print(f"rag-judge: {RESUME}", file=sys.stderr)
+        sys.stderr.flush()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    return EXIT_INTERRUPTED
+
+
+def _exit_now(*_: object) -> None:
+    os._exit(EXIT_INTERRUPTED)
+
+
+def entry() -> None:
+    """The ``rag-judge`` executable: ``main``, then exit. After Ctrl-C it exits without
+    waiting for worker threads that cannot be cancelled (a target's own calls)."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

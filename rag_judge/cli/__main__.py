@@ -1,5 +1,5 @@
 """``python -m rag_judge.cli``: the same as the ``rag-judge`` command."""
 
-from rag_judge.cli import main
+from rag_judge.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -32,6 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="seed of the judge and the bootstrap")
     p.add_argument("--format", choices=["table", "md", "json"], default="table")
+    p.add_argument(
+        "--quiet", action="store_true",
+        help="no progress on stderr (default: a live line on a terminal, else a line per step)",
+    )  # fmt: skip
     p.set_defaults(handler=run_pairwise)
 
 

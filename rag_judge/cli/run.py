@@ -95,6 +95,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "the config's max_error_rate, 1.0 unless set: only when one produced no value at all)",
     )  # fmt: skip
     add_fail_under(run_)  # adds to the config's gates
+    run_.add_argument(
+        "--quiet", action="store_true",
+        help="no progress on stderr (default: a live line on a terminal, else a line per step)",
+    )  # fmt: skip
     run_.set_defaults(handler=run)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rag_judge import _progress as progress
 from rag_judge._async import run_sync
 from rag_judge.data.sample import Context, Sample
 from rag_judge.errors import ConfigError, validation_messages
@@ -138,8 +139,14 @@ async def run_target(
     limit = asyncio.Semaphore(concurrency)
     executor = None if _is_async(target) else ThreadPoolExecutor(concurrency, "rag-judge-target")
     call = _caller(target, executor)
+    counter = progress.task("target", len(samples), "calls")
 
     async def one(sample: Sample) -> tuple[Sample, float | None, str | None]:
+        result = await attempt(sample)
+        counter.update(done=1, failed=result[2] is not None)
+        return result
+
+    async def attempt(sample: Sample) -> tuple[Sample, float | None, str | None]:
         if sample.question is None:
             return _failed(sample), None, "the sample has no question"
         async with limit:
@@ -159,6 +166,7 @@ async def run_target(
     try:
         results = await asyncio.gather(*(one(s) for s in samples))
     finally:
+        counter.close()
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
     return TargetRun(

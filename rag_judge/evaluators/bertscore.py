@@ -20,6 +20,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from rag_judge import _progress as progress
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
@@ -228,15 +229,17 @@ class BERTScoreEvaluator(Evaluator):
             idf = idf_table(ids[r.strip()] for r in refs)
         zero = encoder.zero_ids()
         empty: list[str] = []
-        for start in range(0, len(usable), _CHUNK):
-            indices = usable[start : start + _CHUNK]
-            prf, chunk_empty = _score_chunk([samples[i] for i in indices], encoder, zero, idf)
+        chunks = [usable[start : start + _CHUNK] for start in range(0, len(usable), _CHUNK)]
+        counter = progress.task("encoding", sum(len(_texts(samples, c)) for c in chunks), "texts")
+        for indices in chunks:
+            prf, chunk_empty = _score_chunk(samples, indices, encoder, zero, idf, counter)
             if baseline is not None:
                 prf = rescale(prf, baseline)
             empty += chunk_empty
             for name, column in zip(METRICS, prf.T):
                 if name in result.scores:
                     result.fill(name, indices, column)
+        counter.close()
         if empty:
             log.warning(
                 "BERTScore: %d sample(s) with an empty answer or reference, scored 0 "
@@ -244,12 +247,23 @@ class BERTScoreEvaluator(Evaluator):
             )  # fmt: skip
 
 
+def _texts(samples: Sequence[Sample], indices: list[int]) -> set[str]:
+    """The unique (stripped) texts of these samples: their answers and references."""
+    return {t.strip() for i in indices for t in (samples[i].answer or "", *samples[i].references)}
+
+
 def _score_chunk(
-    chunk: list[Sample], encoder: Encoder, zero: list[int], idf: IdfTable | None
+    samples: Sequence[Sample],
+    indices: list[int],
+    encoder: Encoder,
+    zero: list[int],
+    idf: IdfTable | None,
+    counter: progress.Task,
 ) -> tuple[np.ndarray, list[str]]:
     """(P, R, F) per sample (max over its references) and the ids of samples with an empty
     text; each unique text is weighted once."""
-    embs = encoder.embed([t for s in chunk for t in (s.answer or "", *s.references)])
+    chunk = [samples[i] for i in indices]
+    embs = encoder.embed(_texts(samples, indices), counter)
     names = list(embs)
     index = {t: k for k, t in enumerate(names)}
     unit = [embs[t].vectors for t in names]  # L2-normalised by the encoder

@@ -124,7 +124,6 @@ class JudgeEvaluator(Evaluator):
     top_logprobs: int = Field(default=10, ge=1, le=20)
     reask: int = Field(default=1, ge=0, le=3)
     max_tokens: int = Field(default=512, ge=1)
-    progress: bool = False
 
     kind: ClassVar[MetricKind] = MetricKind.JUDGE
 
@@ -322,7 +321,6 @@ class JudgeEvaluator(Evaluator):
             lambda reply: read_completion(reply, scoring, max_tokens=self.max_tokens),
             shape=VERDICT_SHAPE,
             reask=self.reask,
-            progress=self.progress,
         )
         _fill(result, jobs, outcomes, scoring)
         _report_what_was_used(result, self.resolved_rubrics(), scoring, self.n)

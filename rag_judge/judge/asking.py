@@ -96,10 +96,11 @@ async def ask_all(
     *,
     shape: str,
     reask: int = 1,
-    progress: bool = False,
+    label: str = "judge",
 ) -> list[Outcome[R]]:
     """One outcome per request, in order. ``parse`` reads a reply (never raises); an
-    ``Unscored`` reading is re-asked up to ``reask`` times, quoting its reason and ``shape``."""
+    ``Unscored`` reading is re-asked up to ``reask`` times, quoting its reason and ``shape``.
+    ``label`` names the calls in the progress display (``LABEL re-asked`` for re-asks)."""
     outcomes: list[Outcome[R]] = [Outcome(r) for r in requests]
     todo = outcomes
     for round_ in range(reask + 1):
@@ -111,7 +112,8 @@ async def ask_all(
                 o.request = o.request.followed_by(o.raw, message)
         if not todo:
             break
-        replies = await engine.run([o.request for o in todo], progress=progress)
+        name = f"{label} re-asked" if round_ else label
+        replies = await engine.run([o.request for o in todo], label=name)
         for o, reply in zip(todo, replies, strict=True):
             if isinstance(reply, LLMError):
                 o.result = reply
@@ -128,7 +130,7 @@ def ask_sync(
     *,
     shape: str,
     reask: int = 1,
-    progress: bool = False,
+    label: str = "judge",
 ) -> tuple[list[Outcome[R]], Usage]:
     """``ask_all`` from synchronous code, in one event loop (``run_sync``) over one engine:
     ``open_engine()`` is called inside the loop and the engine closed when done (its client's
@@ -136,9 +138,7 @@ def ask_sync(
 
     async def ask() -> tuple[list[Outcome[R]], Usage]:
         async with open_engine() as engine:
-            outcomes = await ask_all(
-                engine, requests, parse, shape=shape, reask=reask, progress=progress
-            )
+            outcomes = await ask_all(engine, requests, parse, shape=shape, reask=reask, label=label)
         return outcomes, engine.usage.model_copy()
 
     return run_sync(ask())

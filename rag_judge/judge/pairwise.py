@@ -235,6 +235,7 @@ class PairwiseJudge(BaseModel):
             read_preference,
             shape=PAIRWISE_SHAPE,
             reask=self.reask,
+            label="pairwise",
         )
         for (p, order), outcome in zip(calls, outcomes, strict=True):
             pairs[p].verdicts.append(_verdict(order, outcome))

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from rag_judge import _progress as progress
 from rag_judge._async import run_sync
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import (
@@ -35,7 +36,6 @@ from rag_judge.llm.base import (
 )
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.http import counted_requests
-from rag_judge.llm.progress import Progress
 from rag_judge.llm.ratelimit import (
     Clock,
     RateLimiter,
@@ -145,16 +145,17 @@ class JudgeEngine:
     # ---- running -------------------------------------------------------------------------
 
     async def run(
-        self, requests: Sequence[CompletionRequest], progress: bool = False
+        self, requests: Sequence[CompletionRequest], label: str = "judge"
     ) -> list[Completion | LLMError]:
-        """One result per request, in order; a failure comes back as its ``LLMError``.
+        """One result per request, in order; a failure comes back as its ``LLMError``. The
+        calls are counted as a progress task named ``label`` (shown when a display is on).
 
         Requests are keyed and looked up in the cache a chunk at a time, and each chunk's calls
         start before the next chunk is keyed, so the first calls go out within a millisecond
         instead of after the whole list has been hashed."""
         self._check_open()
         results: list[Result | None] = [None] * len(requests)
-        bar = Progress(len(requests), enabled=progress)
+        bar = progress.task(label, len(requests), "calls")
         started: set[str] = set()  # keys whose one call is under way or done
         followers: dict[str, list[int]] = defaultdict(list)
         settled: dict[str, Result] = {}
@@ -206,7 +207,7 @@ class JudgeEngine:
         return [r for r in results if r is not None]
 
     def run_sync(
-        self, requests: Sequence[CompletionRequest], progress: bool = False
+        self, requests: Sequence[CompletionRequest], label: str = "judge"
     ) -> list[Completion | LLMError]:
         """``run`` from synchronous code: a script, Jupyter, or a thread with a running loop.
 
@@ -217,7 +218,7 @@ class JudgeEngine:
 
         async def run_and_close() -> list[Completion | LLMError]:
             try:
-                return await self.run(requests, progress=progress)
+                return await self.run(requests, label=label)
             finally:
                 await self._close_client()
 
@@ -330,7 +331,7 @@ class JudgeEngine:
         except Exception as exc:  # a bug in a client: report it, do not retry it
             return LLMError(f"{type(exc).__name__}: {exc}", retryable=False)
 
-    async def _call(self, key: str, request: CompletionRequest, bar: Progress) -> Result:
+    async def _call(self, key: str, request: CompletionRequest, bar: progress.Task) -> Result:
         semaphore, limiter = self._loop_state()
         estimate = request_tokens(request)
         self.usage.requests += 1
@@ -371,7 +372,7 @@ class JudgeEngine:
         base = min(INITIAL_RETRY_DELAY * 2.0 ** (attempt - 1), MAX_RETRY_DELAY)
         return base * (1.0 - 0.25 * self._rng.random())
 
-    def _resent(self, extra: int, limiter: RateLimiter, bar: Progress) -> None:
+    def _resent(self, extra: int, limiter: RateLimiter, bar: progress.Task) -> None:
         self.usage.retries += extra
         bar.update(retried=extra)
         if limiter.requests is not None:  # the server saw them: the next calls wait for them

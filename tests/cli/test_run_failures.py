@@ -58,7 +58,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["run", *args])
+    code = main(["run", "--quiet", *args])
     out, err = capsys.readouterr()
     return code, out, err
 

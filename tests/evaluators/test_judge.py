@@ -85,9 +85,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     runs: list[tuple[int, int]] = []
     run, aclose = JudgeEngine.run, JudgeEngine.aclose
 
-    async def counting_run(self: JudgeEngine, requests: Any, progress: bool = False) -> Any:
+    async def counting_run(self: JudgeEngine, requests: Any, label: str = "judge") -> Any:
         runs.append((id(self), len(requests)))
-        return await run(self, requests, progress)
+        return await run(self, requests, label)
 
     async def counting_close(self: JudgeEngine) -> None:
         runs.append((id(self), -1))

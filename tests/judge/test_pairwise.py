@@ -107,9 +107,9 @@ def test_all_first_requests_go_through_one_engine_run(monkeypatch: pytest.Monkey
     runs: list[int] = []
     original, aclose = JudgeEngine.run, JudgeEngine.aclose
 
-    async def counting(self: JudgeEngine, requests: Any, progress: bool = False) -> Any:
+    async def counting(self: JudgeEngine, requests: Any, label: str = "judge") -> Any:
         runs.append(len(requests))
-        return await original(self, requests, progress)
+        return await original(self, requests, label)
 
     async def closing(self: JudgeEngine) -> None:
         runs.append(-1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import random
 import sqlite3
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from rag_judge import _progress as progress
 from rag_judge.errors import ConfigError
 from rag_judge.llm import PROVIDERS, ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
@@ -366,11 +368,17 @@ def test_run_sync_from_plain_code_and_inside_a_running_loop() -> None:
     assert asyncio.run(inside()) == ["c"]
 
 
-def test_progress_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    engine = JudgeEngine(StubClient(fixed(2)))
-    asyncio.run(engine.run([req("a"), req("b")], progress=True))
-    err = capsys.readouterr().err
-    assert "2/2" in err and "cached" in err and "failed" in err
+def test_calls_are_counted_on_the_progress_display() -> None:
+    """Identical requests: one call, the other served as cached; a failure is counted."""
+    shown = io.StringIO()
+    engine = JudgeEngine(ScriptedClient({"bad": [LLMError("refused")]}))
+    with progress.showing(progress.Display(progress.Mode.LINES, shown)):
+        with progress.step("judging") as step:
+            asyncio.run(engine.run([req("a"), req("a"), req("bad")], label="faithfulness"))
+    (task,) = step.tasks
+    assert (task.done, task.total, task.cached, task.failed) == (3, 3, 1, 1)
+    assert task.describe() == "faithfulness: 3/3 calls (1 cached, 1 failed)"
+    assert shown.getvalue().startswith("judging: 3/3 calls (1 cached, 1 failed)")
 
 
 def test_engine_rejects_bad_limits() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge import _progress as progress
 from rag_judge.errors import ConfigError
 from rag_judge.metrics.bertscore.cache import EmbeddingCache, TokenEmbeddings
 from rag_judge.metrics.bertscore.models import DTYPES, ModelFiles, ModelStore, import_torch
@@ -198,9 +199,12 @@ class Encoder:
         ids: list[list[int]] = out["input_ids"]
         return ids
 
-    def encode(self, texts: Sequence[str]) -> dict[str, TokenEmbeddings]:
+    def encode(
+        self, texts: Sequence[str], counter: progress.Task | None = None
+    ) -> dict[str, TokenEmbeddings]:
         """Embeddings of ``texts``, computed (no cache read): same-length groups, sorted, no
-        padding, inference mode; each batch goes to the disk cache's writer once done."""
+        padding, inference mode; each batch goes to the disk cache's writer once done, and
+        is counted on ``counter``."""
         torch = import_torch()
         model = self.runtime.models.model(
             self.files, self.layer, self.resolved_device(), self.dtype
@@ -227,15 +231,21 @@ class Encoder:
                     if self.disk is not None:
                         self.disk.put_later([(self.key(t), e) for t, e in done])
                     out.update(done)
+                    if counter is not None:
+                        counter.update(done=len(chunk))
         return out
 
-    def embed(self, texts: Iterable[str]) -> dict[str, TokenEmbeddings]:
+    def embed(
+        self, texts: Iterable[str], counter: progress.Task | None = None
+    ) -> dict[str, TokenEmbeddings]:
         """Token embeddings of every text, keyed by the stripped text (bert-score strips too).
 
-        Each unique text is looked up in memory, then on disk; only the rest is encoded.
+        Each unique text is looked up in memory, then on disk; only the rest is encoded. The
+        unique texts are counted on ``counter`` (those found as cached) as they are done.
         """
         memory, stats = self.runtime.memory, self.stats
         wanted = sorted({t.strip() for t in texts})
+        counter = counter if counter is not None else progress.Task("encoding", len(wanted), "")
         found: dict[str, TokenEmbeddings] = {}
         for text in wanted:
             hit = memory.get(self._memory_key(text))
@@ -249,8 +259,9 @@ class Encoder:
             found.update((t, stored[k]) for t, k in zip(missing, keys) if k in stored)
             stats.disk_hits += len(stored)
             missing = [t for t in missing if t not in found]
+        counter.update(done=len(found), cached=len(found))
         if missing:
-            found.update(self.encode(missing))
+            found.update(self.encode(missing, counter))
         for text in wanted:
             memory.put(self._memory_key(text), found[text])
         return found
