@@ -101,3 +101,24 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
         assert srv.received - before == 30 - ANSWERED
         assert (out / "report.json").exists()
         capsys.readouterr()
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    """`rag-judge retrieval ... --per-query | head -1`: no BrokenPipeError traceback."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(5000)))
+    run.write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(5000)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag_judge.cli", "retrieval", str(qrels), str(run), "-m", "map",
+         "--per-query"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `head -1` does after its line
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert first.split() == ["map", "q0", "1.0000"]
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert proc.returncode == 141
