@@ -56,6 +56,8 @@ EXIT_CODES = """exit status:
   3  an evaluator failed: more than max_error_rate of its values failed (errors, unscored
      verdicts, missing inputs), or it produced no value at all (e.g. the judge server is
      down, base_url lacks /v1, the model name is wrong); takes precedence over 1
+  130  interrupted (Ctrl-C): calls in flight cancelled, finished ones kept in the caches;
+     rerunning the same command resumes
 
 Failed values and model calls are summarised on stderr with their first distinct reasons;
 every reason is in report.json (samples[].errors) and report.md."""
