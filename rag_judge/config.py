@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import itertools
 import re
 from pathlib import Path
@@ -21,7 +20,7 @@ from pydantic import (
 )
 
 from rag_judge.analysis.gates import parse_threshold
-from rag_judge.errors import ConfigError, format_loc, friendly_message
+from rag_judge.errors import ConfigError, format_loc, friendly_message, unknown_key_message
 from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class, validate_evaluators
 from rag_judge.llm.providers import ClientConfig
 
@@ -254,19 +253,10 @@ def _elsewhere(loc: tuple[int | str, ...]) -> str | None:
 
 
 def _unknown_key(key: str, legal: list[str] | None, elsewhere: str | None = None) -> str:
-    msg = f"unknown key {key!r}"
     if elsewhere:  # a key at the wrong level: say where it belongs, not a near miss here
-        msg = f"{msg} here: {elsewhere}"
+        msg = f"unknown key {key!r} here: {elsewhere}"
         return f"{msg}; legal keys here: {', '.join(legal)}" if legal else msg
-    if not legal:
-        return msg
-    close = difflib.get_close_matches(key, legal, n=1) or difflib.get_close_matches(
-        key.lower(), [k.lower() for k in legal], n=1
-    )
-    if close:
-        match = next(k for k in legal if k.lower() == close[0].lower())
-        msg += f" (did you mean {match!r}?)"
-    return f"{msg}; legal keys: {', '.join(legal)}"
+    return unknown_key_message(key, legal)
 
 
 def _legal_keys(loc: tuple[int | str, ...], raw: Any) -> list[str] | None:

@@ -329,10 +329,12 @@ def what_ran(report: Report) -> list[str]:
     )
     line = f"rag-judge: {len(report.samples)} samples · evaluators: {', '.join(evaluators)}"
     lines = [line + (f" · judge: {', '.join(judges)}" if judges else "")]
-    stub = report.stub_judged()
-    if stub:
+    methods: dict[str, list[str]] = {}
+    for metric in report.stub_judged():
+        methods.setdefault(report.stub_method(metric) or "", []).append(metric)
+    for method, metrics in methods.items():
         lines.append(
-            f"rag-judge: note: {', '.join(stub)} scored by the stub judge, a lexical "
-            "word-overlap heuristic, not an LLM (set client.provider to openai or local)"
+            f"rag-judge: note: {', '.join(metrics)} scored by the stub judge, {method}, not an "
+            "LLM (set client.provider to openai or local)"
         )
     return lines

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rag_judge.data.sample import Dataset, Sample
-from rag_judge.errors import DataError, validation_messages
+from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
+from rag_judge.errors import DataError, describe_value, input_problems
 
 __all__ = ["gather_samples", "json_lines", "read_jsonl", "read_text", "write_jsonl"]
 
@@ -79,7 +79,12 @@ def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
         if isinstance(obj, dict):
             yield lineno, obj
         else:
-            yield lineno, DataError(f"expected a JSON object, got {type(obj).__name__}")
+            yield (
+                lineno,
+                DataError(
+                    f"expected a JSON object (one sample per line), got {describe_value(obj)}"
+                ),
+            )
 
 
 def _to_sample(obj: dict[str, Any] | DataError) -> Sample:
@@ -88,8 +93,8 @@ def _to_sample(obj: dict[str, Any] | DataError) -> Sample:
     try:
         return Sample.model_validate(obj)
     except ValidationError as exc:
-        problems = "; ".join(f"field '{loc}': {msg}" for loc, msg in validation_messages(exc))
-        raise DataError(problems) from None
+        problems = input_problems(exc, Sample, expected=SAMPLE_EXPECTED)
+        raise DataError("; ".join(map(str, problems))) from None
 
 
 def write_jsonl(samples: Sequence[Sample], path: str | Path) -> None:

@@ -10,6 +10,7 @@ import ast
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -18,8 +19,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from rag_judge.data.jsonl import gather_samples, json_lines, read_jsonl, read_text
-from rag_judge.data.sample import Dataset, Sample
-from rag_judge.errors import DataError, validation_messages
+from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
+from rag_judge.errors import DataError, describe_value, did_you_mean, input_problems
 
 __all__ = ["FORMATS", "LAYOUTS", "load_dataset", "read_csv", "read_parquet"]
 
@@ -54,6 +55,14 @@ _RAGAS_EXTRAS = (
 )
 _RAGAS_STRUCTURED = ("reference_contexts", "multi_responses", "rubrics")
 _RAGAS_COLUMNS = ("id", *_RAGAS_RENAMES, *_RAGAS_IDS, *_RAGAS_EXTRAS)
+# What a ragas column takes, by the pattern of the sample field it becomes (see _ragas_field).
+_RAGAS_EXPECTED = {
+    **SAMPLE_EXPECTED,
+    "contexts": "a list of strings",
+    "contexts[]": "a string",
+    "contexts[].text": "a string",
+    "references[]": "a string",
+}
 # Fields holding an object: an empty Arrow map reads back as [], which means {} here.
 _OBJECT_FIELDS = ("relevance", "metadata", "rubrics")
 # The kind of cell a reader yields: CSV text, decoded JSON, or Arrow values (struct fields that
@@ -177,14 +186,19 @@ def _check_columns(columns: list[str], layout: Layout, where: str) -> None:
     for col in columns:
         if col not in valid:
             raise DataError(
-                f"{where}: unknown column {col!r} for the {layout} layout; valid columns: "
-                f"{', '.join(valid)}"
+                f"{where}: unknown column {col!r}{_near(col, valid)} for the {layout} layout; "
+                f"valid columns: {', '.join(valid)}"
             )
     seen: set[str] = set()
     for col in columns:
         if col in seen:
             raise DataError(f"{where}: column {col!r} appears twice")
         seen.add(col)
+
+
+def _near(name: str, valid: tuple[str, ...]) -> str:
+    match = did_you_mean(name, valid)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 # --- readers that yield (where, row number, cells) -------------------------------------------
@@ -234,8 +248,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict[str, Any] | DataErr
                 str(lineno),
                 n,
                 DataError(
-                    f"unknown key {unknown[0]!r} for the ragas layout; valid keys: "
-                    + ", ".join(_RAGAS_COLUMNS)
+                    f"unknown key {unknown[0]!r}{_near(unknown[0], _RAGAS_COLUMNS)} for the "
+                    f"ragas layout; valid keys: {', '.join(_RAGAS_COLUMNS)}"
                 ),
             )
             continue
@@ -273,28 +287,38 @@ def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -
         fields["question"] = get("question")
         fields["answer"] = get("answer")
         fields["references"] = _references(get("references"), source)
-        fields["contexts"] = _structured(get("contexts"), "contexts", source) or ()
+        fields["contexts"] = _or(_structured(get("contexts"), "contexts", source), ())
         fields["relevance"] = _structured(get("relevance"), "relevance", source)
-        fields["metadata"] = _structured(get("metadata"), "metadata", source) or {}
+        fields["metadata"] = _or(_structured(get("metadata"), "metadata", source), {})
     else:
         fields["question"] = get("user_input")
         fields["answer"] = get("response")
         ref = get("reference")
         fields["references"] = () if ref is None else (ref,)  # one free-text reference
-        contexts = _structured(get("retrieved_contexts"), "retrieved_contexts", source) or []
-        ids = _structured(get("retrieved_context_ids"), "retrieved_context_ids", source)
+        contexts = _or(_structured(get("retrieved_contexts"), "retrieved_contexts", source), [])
+        ids = _id_list(get("retrieved_context_ids"), "retrieved_context_ids", source)
         if ids is not None:
-            if not isinstance(contexts, list) or len(ids) != len(contexts):
+            if not isinstance(contexts, list):
                 raise DataError(
-                    f"field 'retrieved_context_ids': {len(ids)} ids for "
-                    f"{len(contexts) if isinstance(contexts, list) else 'no'} retrieved_contexts"
+                    f"field 'retrieved_contexts': expected a list of strings, got "
+                    f"{describe_value(contexts)}"
+                )
+            if len(ids) != len(contexts):
+                raise DataError(
+                    f"field 'retrieved_context_ids': {len(ids)} ids for {len(contexts)} "
+                    "retrieved_contexts"
                 )
             contexts = [{"id": i, "text": t} for i, t in zip(ids, contexts)]
         fields["contexts"] = contexts
-        gold = _structured(get("reference_context_ids"), "reference_context_ids", source)
+        gold = _id_list(get("reference_context_ids"), "reference_context_ids", source)
         if gold is not None:  # ragas' id-based metrics treat these as the relevant docs
+            for j, doc in enumerate(gold):
+                if isinstance(doc, bool) or not isinstance(doc, str | int | float):
+                    raise DataError(
+                        f"field 'reference_context_ids[{j}]': expected a doc id (a string or a "
+                        f"number), got {describe_value(doc)}"
+                    )
             fields["relevance"] = {str(i): 1.0 for i in gold}
-            names["relevance"] = "reference_context_ids"
         fields["metadata"] = {
             col: _structured(get(col), col, source) if col in _RAGAS_STRUCTURED else get(col)
             for col in _RAGAS_EXTRAS
@@ -303,16 +327,41 @@ def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -
     try:
         return Sample.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{_rename(loc, names)}': {msg}" for loc, msg in validation_messages(exc)
-        )
-        raise DataError(problems) from None
+        if layout == "ragas":
+            problems = [
+                p._replace(field=_ragas_field(p.field, names))
+                for p in input_problems(exc, Sample, expected=_RAGAS_EXPECTED)
+            ]
+        else:
+            problems = input_problems(exc, Sample, expected=SAMPLE_EXPECTED)
+        raise DataError("; ".join(map(str, problems))) from None
 
 
-def _rename(loc: str, names: dict[str, str]) -> str:
-    """Name a field by the user's column (``retrieved_contexts[2]``, not ``contexts[2]``)."""
-    head = loc.split(".")[0].split("[")[0]
-    return names[head] + loc[len(head) :] if head in names else loc
+def _ragas_field(field: str, names: dict[str, str]) -> str:
+    """Name a field by the user's column: ``retrieved_contexts[2]`` (not ``contexts[2]`` or
+    ``contexts[2].text``), ``retrieved_context_ids[2]`` (not ``contexts[2].id``), ``reference``
+    (not ``references[0]``)."""
+    item = re.fullmatch(r"contexts\[(\d+)\]\.(id|text)", field)
+    if item:
+        column = "retrieved_context_ids" if item[2] == "id" else "retrieved_contexts"
+        return f"{column}[{item[1]}]"
+    if re.fullmatch(r"references(\[0\])?", field):
+        return "reference"  # one free-text reference
+    head = field.split(".")[0].split("[")[0]
+    return names[head] + field[len(head) :] if head in names else field
+
+
+def _or(value: Any, default: Any) -> Any:
+    """``default`` for a missing value; anything else as it is, for validation to judge."""
+    return default if value is None else value
+
+
+def _id_list(value: Any, field: str, source: _Source) -> list[Any] | None:
+    """A column of doc ids: a list, or None when missing."""
+    ids = _structured(value, field, source)
+    if ids is not None and not isinstance(ids, list):
+        raise DataError(f"field '{field}': expected a list of doc ids, got {describe_value(ids)}")
+    return ids
 
 
 def _missing_to_none(value: Any, source: _Source) -> Any:

@@ -11,6 +11,20 @@ __all__ = ["Context", "Dataset", "Sample", "duplicate_id"]
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
+# What a field of a sample takes, in JSON's words, where its type does not say it all: for
+# rag_judge.errors.input_problems, by field pattern.
+SAMPLE_EXPECTED = {
+    "id": "a non-empty string",
+    "contexts": "a list of strings or of objects with keys id, text, score, relevance",
+    "contexts[]": "a string or an object with keys id, text, score, relevance",
+    "contexts[].id": "a doc id (a string or a number)",
+    "contexts[].score": "a number (the retrieval score)",
+    "contexts[].relevance": "a number (the context's relevance grade)",
+    "references": "a string or a list of strings",
+    "relevance": 'an object of doc id to grade, for every judged doc ({"d1": 2, "d7": 0})',
+    "relevance.*": "a number (the doc's relevance grade)",
+}
+
 
 class Context(BaseModel):
     """One retrieved chunk. ``relevance`` is its own graded judgment, when the data carries one."""

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
-from rag_judge.data.sample import Context, Sample
-from rag_judge.errors import ConfigError, validation_messages
+from rag_judge.data.sample import SAMPLE_EXPECTED, Context, Sample
+from rag_judge.errors import ConfigError, input_problems
 
 __all__ = ["TargetRun", "resolve_target", "run_target", "run_target_sync"]
 
@@ -231,7 +231,8 @@ def _filled(sample: Sample, value: Any) -> Sample:
         return Sample.model_validate({**data, "answer": answer, "contexts": items})
     except ValidationError as exc:
         problems = "; ".join(
-            msg if loc == "<root>" else f"'{loc}': {msg}" for loc, msg in validation_messages(exc)
+            f"'{p.field}': {p.message}" if p.field else p.message
+            for p in input_problems(exc, Sample, expected=SAMPLE_EXPECTED)
         )
         raise ValueError(f"target returned invalid output: {problems}") from None
 

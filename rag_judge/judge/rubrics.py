@@ -18,7 +18,7 @@ from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_judge.data.sample import Sample
-from rag_judge.errors import ConfigError, validation_messages
+from rag_judge.errors import ConfigError, describe_value, input_problems
 from rag_judge.resources import resource_dir
 
 __all__ = [
@@ -115,6 +115,23 @@ class Rubric(BaseModel):
         return self
 
 
+# What a rubric's fields take, in YAML's words, where the type does not say it all (for
+# rag_judge.errors.input_problems, by field pattern).
+_EXPECTED = {
+    "name": "a name of lowercase letters, digits and _ that starts with a letter",
+    "inputs": f"a list of inputs among {', '.join(INPUTS)}",
+    "levels": "a mapping of each level 1, 2, 3, 4, 5 to its description",
+    "levels[key]": "a level (1, 2, 3, 4 or 5)",
+    "levels.*": "a string (the level's description)",
+    "examples": "a list of examples (mappings with question, answer, contexts, references, "
+    "score, reason)",
+    "examples[].contexts": "a list of strings",
+    "examples[].references": "a list of strings",
+    "examples[].score": "a whole number from 1 to 5",
+    "template": "a string (a template name or a .j2 file)",
+}
+_SHAPE = "a mapping with name, inputs, criteria, levels"
+
 BUILTIN_FILE = "rubrics.yaml"  # in the shipped prompts folder
 
 
@@ -149,28 +166,51 @@ def missing_input(rubric: Rubric, sample: Sample) -> str | None:
 def load_rubrics(path: str | Path) -> list[Rubric]:
     """Rubrics from a YAML file: one mapping, a list of mappings, or ``{rubrics: [...]}``.
 
-    A relative ``template`` is resolved against the file's folder. Errors name file and field.
+    A relative ``template`` is resolved against the file's folder. Errors read
+    ``file:line: rubric 'name': field 'key': message``, one line per problem.
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: rubric file not found") from None
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or exc
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    if data is None:
+        raise ConfigError(f"{path}: the file is empty; a rubric file holds {_SHAPE}, or a list")
     if isinstance(data, dict) and set(data) == {"rubrics"}:
         data = data["rubrics"]
-    items = data if isinstance(data, list) else [data]
-    out = []
-    for i, item in enumerate(items):
-        where = f"{path}" if len(items) == 1 and not isinstance(data, list) else f"{path}: [{i}]"
-        out.append(rubric_from_mapping(item, where, base_dir=path.parent))
-    return out
+        root = _child(root, "rubrics")
+    if not isinstance(data, list):
+        return [_from_mapping(data, str(path), path.parent, root, "")]
+    return [
+        _from_mapping(item, str(path), path.parent, _child(root, i), f"[{i}]")
+        for i, item in enumerate(data)
+    ]
 
 
 def rubric_from_mapping(item: Any, where: str, base_dir: Path | None) -> Rubric:
+    """A rubric from a mapping (an inline rubric of a config: ``where`` is ``rubrics[0]``);
+    errors read ``where: rubric 'name': field 'key': message; ...``."""
+    return _from_mapping(item, where, base_dir, None, "")
+
+
+def _from_mapping(
+    item: Any, where: str, base_dir: Path | None, node: yaml.Node | None, label: str
+) -> Rubric:
+    """A rubric from a mapping found at ``node`` of a YAML file (None: no lines known); errors
+    name ``where`` (``file:line`` where the line is known), the rubric (by name, else by
+    ``label``, its list index) and each field, one line per problem when lines are known."""
+    at = f"{where}:{node.start_mark.line + 1}" if node is not None else where
     if not isinstance(item, Mapping):
-        raise ConfigError(f"{where}: a rubric is a mapping with name, inputs, criteria, levels")
+        head = f"{at}: {label}: " if label else f"{at}: "
+        raise ConfigError(f"{head}expected a rubric ({_SHAPE}), got {describe_value(item, 'yaml')}")
     item = dict(item)
     template = item.get("template")
     if base_dir is not None and isinstance(template, str) and template.endswith(".j2"):
@@ -179,11 +219,40 @@ def rubric_from_mapping(item: Any, where: str, base_dir: Path | None) -> Rubric:
     try:
         return Rubric.model_validate(item)
     except ValidationError as exc:
-        problems = "; ".join(f"field '{loc}': {msg}" for loc, msg in validation_messages(exc))
+        problems = input_problems(exc, Rubric, syntax="yaml", expected=_EXPECTED)
         name = item.get("name")
-        raise ConfigError(
-            f"{where}: rubric {name!r}: {problems}" if name else f"{where}: {problems}"
-        ) from None
+        label = f"rubric {name!r}" if isinstance(name, str) and name else label
+        if node is None:
+            lines = [f"{where}: {label}: " if label else f"{where}: "]
+            raise ConfigError(lines[0] + "; ".join(map(str, problems))) from None
+        out = []
+        for p in problems:
+            line = _line_of(node, p.loc, at_key=p.at_key)
+            out.append(f"{where}:{line}: {label}: {p}" if label else f"{where}:{line}: {p}")
+        raise ConfigError("\n".join(out)) from None
+
+
+def _child(node: yaml.Node | None, part: int | str) -> yaml.Node | None:
+    """The value node under a mapping key or a list index, or None."""
+    if isinstance(node, yaml.MappingNode):
+        return next((v for k, v in node.value if str(k.value) == str(part)), None)
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return node.value[part]  # type: ignore[no-any-return]
+    return None
+
+
+def _line_of(node: yaml.Node, loc: tuple[int | str, ...], *, at_key: bool = False) -> int:
+    """1-based line of the YAML node at ``loc`` under ``node``, or of its nearest existing
+    parent; with ``at_key``, of the last key itself rather than its value."""
+    line = node.start_mark.line + 1
+    for depth, part in enumerate(loc, start=1):
+        child = _child(node, part)
+        if at_key and depth == len(loc) and isinstance(node, yaml.MappingNode):
+            child = next((k for k, _ in node.value if str(k.value) == str(part)), child)
+        if child is None:
+            break
+        node, line = child, child.start_mark.line + 1
+    return line
 
 
 RubricSpec = str | Mapping[str, Any] | Rubric

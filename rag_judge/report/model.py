@@ -285,13 +285,22 @@ class Report(BaseModel):
         ]
 
     def stub_judged(self) -> list[str]:
-        """The judge rubrics scored by the stub provider (a lexical heuristic, not a model)."""
-        return [
-            m
-            for m in self.judge_rubrics()
-            if m in self.signatures
-            and self.signatures[m].options.get("judge", "").startswith("stub/")
-        ]
+        """The judge rubrics scored by the stub provider (no model: see ``stub_method``)."""
+        return [m for m in self.judge_rubrics() if self.stub_method(m) is not None]
+
+    def stub_method(self, metric: str) -> str | None:
+        """How the stub judge scored ``metric`` ("a fixed score of 5", "a lexical word-overlap
+        heuristic"), or None when no stub scored it."""
+        sig = self.signatures.get(metric)
+        judge = sig.options.get("judge", "") if sig is not None else ""
+        if not judge.startswith("stub/"):
+            return None
+        model = judge.removeprefix("stub/")
+        if model.startswith("stub-fixed-"):
+            return f"a fixed score of {model.removeprefix('stub-fixed-')}"
+        if model == "stub-lexical-support":
+            return "a lexical word-overlap heuristic"
+        return f"a scripted stub ({model})"
 
     @property
     def confidence(self) -> float:

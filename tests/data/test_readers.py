@@ -164,13 +164,22 @@ def test_csv_skip_invalid_warns_and_keeps_the_rest(tmp_path: Path) -> None:
     ("column", "values", "needle"),
     [
         # An Arrow column has one type; a bad cell is a bad type for the whole column.
-        ("contexts", [None, 7], "row 2: field 'contexts': Input should be a valid tuple"),
-        ("relevance", ['{"d1": 1}', '{"d1": "high"}'], "row 2: field 'relevance.d1'"),
+        (
+            "contexts",
+            [None, 7],
+            "row 2: field 'contexts': expected a list of strings or of objects with keys id, "
+            "text, score, relevance, got the number 7$",
+        ),
+        (
+            "relevance",
+            ['{"d1": 1}', '{"d1": "high"}'],
+            "row 2: field 'relevance.d1': expected a number \\(the doc's relevance grade\\), "
+            "got the string 'high'$",
+        ),
         (
             "references",
             [None, [{"a": 1}]],
-            r"row 2: field 'references\[0\]': Input should be a "
-            "valid string",
+            r"row 2: field 'references\[0\]': expected a string, got an object$",
         ),
     ],
 )
@@ -205,7 +214,7 @@ def test_ragas_errors_name_the_ragas_column(tmp_path: Path) -> None:
             "d.csv",
             "id,refrences\nq,x\n",
             {},
-            r"d\.csv:1: unknown column 'refrences' for the "
+            r"d\.csv:1: unknown column 'refrences' \(did you mean 'references'\?\) for the "
             r"rag-judge layout; valid columns: id, question",
         ),
         ("d.csv", "id,question,user_input\nq,x,y\n", {}, "mix the rag-judge layout"),
@@ -219,7 +228,13 @@ def test_ragas_errors_name_the_ragas_column(tmp_path: Path) -> None:
             "unknown dataset format 'xlsx'; valid formats: csv, jsonl, parquet",
         ),
         ("d.csv", "id\nq\n", {"layout": "deepeval"}, "valid layouts: rag-judge, ragas"),
-        ("d.jsonl", '{"user_input": "q", "contxt": 1}\n', {}, "unknown key 'contxt' for the ragas"),
+        (
+            "d.jsonl",
+            '{"user_input": "q", "retrieved_context": 1}\n',
+            {},
+            r"unknown key 'retrieved_context' \(did you mean 'retrieved_contexts'\?\) for the "
+            "ragas",
+        ),
         ("d.data", "id,question\nq,x\n", {"format": "csv"}, None),
     ],
 )
@@ -244,3 +259,255 @@ def test_missing_files_and_missing_pyarrow(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(DataError, match=r"pip install 'rag-judge\[parquet\]'"):
         load_dataset(tmp_path / "bad.parquet")
+
+
+# ---- every message is in the words of the file: no pydantic internals -----------------------
+
+# What a user must never read: pydantic's wording, its class and type names, its locations.
+PYDANTIC_WORDS = (
+    "Input should be",
+    "valid tuple",
+    "valid dictionary",
+    "valid list",
+    "instance of",
+    "Extra inputs are not permitted",
+    "Field required",
+    "<root>",
+    "[key]",
+    "after validation",
+    "Value error",
+    "errors.pydantic.dev",
+    "For further information",
+    "pydantic",
+    "Tuple",
+    "Context",
+    "Sample",
+    "Dataset",
+    "NoneType",
+)
+
+
+def assert_plain(message: str) -> None:
+    leaked = [w for w in PYDANTIC_WORDS if w in message]
+    assert not leaked, f"{leaked} in {message!r}"
+
+
+OK_LINE = json.dumps({"id": "q0", "question": "q", "answer": "a"})
+
+# (file name, content, the error after "file:"): wrong types for each field of a sample, unknown
+# and misspelt keys, lines that are not objects, bad grades, in each format and layout.
+BAD_DATASETS = [
+    (
+        "d.jsonl",
+        {"id": "q1", "contexts": "some text"},
+        "2: field 'contexts': expected a list of strings or of objects with keys id, text, "
+        "score, relevance, got the string 'some text'",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "contexts": ["a", 3]},
+        "2: field 'contexts[1]': expected a string or an object with keys id, text, score, "
+        "relevance, got the number 3",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "contexts": [{"id": "d1", "txt": "x"}]},
+        "2: field 'contexts[0]': unknown key 'txt' (did you mean 'text'?); legal keys: id, "
+        "text, score, relevance",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "contexts": [{"id": "d1", "score": "high"}]},
+        "2: field 'contexts[0].score': expected a number (the retrieval score), got the string "
+        "'high'",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "contexts": [{"id": ["d1"], "relevance": [1]}]},
+        "2: field 'contexts[0].id': expected a doc id (a string or a number), got a list; field "
+        "'contexts[0].relevance': expected a number (the context's relevance grade), got a list",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "refrences": ["x"]},
+        "2: unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
+        "contexts, answer, references, relevance, metadata",
+    ),
+    ("d.jsonl", "[1, 2]", "2: expected a JSON object (one sample per line), got a list"),
+    ("d.jsonl", '"q1"', "2: expected a JSON object (one sample per line), got the string 'q1'"),
+    ("d.jsonl", "", "contains no samples"),
+    (
+        "d.jsonl",
+        {"id": "q1", "relevance": ["d1"]},
+        "2: field 'relevance': expected an object of doc id to grade, for every judged doc "
+        '({"d1": 2, "d7": 0}), got a list',
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "relevance": {"d1": "high", "d2": None}},
+        "2: field 'relevance.d1': expected a number (the doc's relevance grade), got the string "
+        "'high'; field 'relevance.d2': expected a number (the doc's relevance grade), got null",
+    ),
+    (
+        "d.jsonl",
+        {"id": "q1", "question": ["q"], "answer": True, "references": 3, "metadata": "x"},
+        "2: field 'question': expected a string, got a list; field 'answer': expected a string, "
+        "got true; field 'references': expected a string or a list of strings, got the number 3;"
+        " field 'metadata': expected an object, got the string 'x'",
+    ),
+    ("d.jsonl", {"id": ""}, "2: field 'id': must not be empty"),
+    ("d.jsonl", {"id": None}, "2: field 'id': expected a non-empty string, got null"),
+    (
+        "d.jsonl",
+        {"question": "q"},
+        "2: field 'id': required but missing (expected a non-empty string)",
+    ),
+    (
+        "d.jsonl",
+        {"user_input": "q", "retrieved_contexts": "one string", "reference": ["a"]},
+        "1: field 'retrieved_contexts': expected a list of strings, got the string 'one string'"
+        "; field 'reference': expected a string, got a list",
+    ),
+    (
+        "d.jsonl",
+        {"user_input": "q", "retrieved_contexts": ["x"], "retrieved_context_ids": [["d1"]]},
+        "1: field 'retrieved_context_ids[0]': expected a doc id (a string or a number), got a list",
+    ),
+    (
+        "d.jsonl",
+        {"user_input": "q", "retrieved_contexts": ["x"], "retrieved_context_ids": "d1"},
+        "1: field 'retrieved_context_ids': expected a list of doc ids, got the string 'd1'",
+    ),
+    (
+        "d.jsonl",
+        {"user_input": "q", "reference_context_ids": 5},
+        "1: field 'reference_context_ids': expected a list of doc ids, got the number 5",
+    ),
+    (
+        "d.csv",
+        'id,question,contexts\nq1,x,"{""a"": 1}"\n',
+        "2: field 'contexts': expected a list of strings or of objects with keys id, text, "
+        "score, relevance, got an object",
+    ),
+    (
+        "d.csv",
+        'id,relevance,metadata\nq1,"{""d1"": ""high""}","[1]"\n',
+        "2: field 'relevance.d1': expected a number (the doc's relevance grade), got the string "
+        "'high'; field 'metadata': expected an object, got a list",
+    ),
+    (
+        "d.csv",
+        "id,questoin\nq1,x\n",
+        "1: unknown column 'questoin' (did you mean 'question'?) for the rag-judge layout; "
+        "valid columns: id, question, answer, references, contexts, relevance, metadata",
+    ),
+]
+
+
+def write_bad(tmp_path: Path, name: str, content: dict[str, Any] | str) -> Path:
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        text = json.dumps(content) if isinstance(content, dict) else content
+        ragas = isinstance(content, dict) and "user_input" in content
+        path.write_text(text + "\n" if ragas else f"{OK_LINE}\n{text}\n" if text else "")
+    else:
+        path.write_text(str(content))
+    return path
+
+
+@pytest.mark.parametrize(("name", "content", "expected"), BAD_DATASETS)
+def test_bad_datasets_speak_json_not_pydantic(
+    tmp_path: Path, name: str, content: dict[str, Any] | str, expected: str
+) -> None:
+    path = write_bad(tmp_path, name, content)
+    with pytest.raises(DataError) as err:
+        load_dataset(path)
+    want = f"{path}:{expected}" if expected[0].isdigit() else f"{path}: {expected}"
+    assert str(err.value) == want
+    assert_plain(str(err.value))
+
+
+# A wrong value of every kind in every field of a sample, at every depth.
+WRONG_VALUES: list[Any] = ["x", "", 7, 2.5, True, None, [], ["x"], [1], [[1]], {}, {"a": 1}, [{}]]
+PLACES = [
+    ("id",),
+    ("question",),
+    ("answer",),
+    ("contexts",),
+    ("contexts", 0),
+    ("contexts", 0, "id"),
+    ("contexts", 0, "text"),
+    ("contexts", 0, "score"),
+    ("contexts", 0, "relevance"),
+    ("contexts", 0, "txt"),
+    ("references",),
+    ("references", 0),
+    ("relevance",),
+    ("relevance", "d1"),
+    ("metadata",),
+    ("refrences",),
+]
+
+
+def _with(place: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    sample: dict[str, Any] = {"id": "q1", "contexts": [{"id": "d1"}], "relevance": {"d1": 1}}
+    sample["references"] = ["r"]
+    node: Any = sample
+    for part in place[:-1]:
+        node = node[part]
+    node[place[-1]] = value
+    return sample
+
+
+def test_no_message_about_any_bad_value_leaks_pydantic(tmp_path: Path) -> None:
+    messages = []
+    for place in PLACES:
+        for value in WRONG_VALUES:
+            sample = _with(place, value)
+            jsonl = tmp_path / "d.jsonl"
+            jsonl.write_text(f"{OK_LINE}\n{json.dumps(sample)}\n")
+            csv_path = tmp_path / "d.csv"
+            pd.DataFrame(
+                [{k: v if isinstance(v, str) else json.dumps(v) for k, v in sample.items()}]
+            ).to_csv(csv_path, index=False)
+            ragas = {"user_input": "q", "retrieved_contexts": value, "reference": value}
+            ragas_path = tmp_path / "r.jsonl"
+            ragas_path.write_text(json.dumps(ragas) + "\n")
+            for path in (jsonl, csv_path, ragas_path):
+                try:
+                    load_dataset(path)
+                except DataError as exc:
+                    messages.append(str(exc))
+                    assert str(exc).startswith(f"{path}:"), str(exc)
+    assert len(messages) > 150
+    for message in messages:
+        assert_plain(message)
+        assert " field '" in message or "unknown " in message, message
+
+
+def test_parquet_and_cli_messages_are_plain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for column, values in [
+        ("contexts", [None, 7]),
+        ("references", [None, [{"a": 1}]]),
+        ("metadata", ['{"a": 1}', "[1]"]),
+        ("relevance", ['{"d1": 1}', '{"d1": [2]}']),
+    ]:
+        pq.write_table(pa.table({"id": ["a", "b"], column: values}), tmp_path / "d.parquet")
+        with pytest.raises(DataError) as err:
+            read_parquet(tmp_path / "d.parquet")
+        assert f"d.parquet:row 2: field '{column}" in str(err.value)
+        assert_plain(str(err.value))
+    from rag_judge.cli import main
+
+    (tmp_path / "d.jsonl").write_text(f'{OK_LINE}\n{{"id": "q1", "contexts": "some text"}}\n')
+    (tmp_path / "c.yaml").write_text(
+        "dataset: d.jsonl\nevaluators:\n  - type: retrieval\n    metrics: [mrr]\n"
+    )
+    assert main(["run", str(tmp_path / "c.yaml"), "--quiet", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == (
+        f"rag-judge: error: {tmp_path / 'd.jsonl'}:2: field 'contexts': expected a list of "
+        "strings or of objects with keys id, text, score, relevance, got the string "
+        "'some text'\n"
+    )

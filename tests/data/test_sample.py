@@ -46,12 +46,23 @@ def test_reads_the_design_example(tmp_path: Path) -> None:
     ("line", "needle"),
     [
         ("{not json", "invalid JSON"),
-        ("[1, 2]", "expected a JSON object"),
-        ('{"question": "no id"}', "field 'id'"),
+        ("[1, 2]", "expected a JSON object (one sample per line), got a list"),
+        ('{"question": "no id"}', "field 'id': required but missing (expected a non-empty string)"),
         ('{"id": "a", "contexts": [{"id": "d1", "text": 5.5j}]}', "invalid JSON"),
-        ('{"id": "a", "contexts": [{"id": "d1", "text": ["x"]}]}', "field 'contexts[0].text'"),
-        ('{"id": "a", "relevance": {"d1": "high"}}', "field 'relevance.d1'"),
-        ('{"id": "a", "refrences": ["typo"]}', "field 'refrences'"),
+        (
+            '{"id": "a", "contexts": [{"id": "d1", "text": ["x"]}]}',
+            "field 'contexts[0].text': expected a string, got a list",
+        ),
+        (
+            '{"id": "a", "relevance": {"d1": "high"}}',
+            "field 'relevance.d1': expected a number (the doc's relevance grade), "
+            "got the string 'high'",
+        ),
+        (
+            '{"id": "a", "refrences": ["typo"]}',
+            "unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
+            "contexts, answer, references, relevance, metadata",
+        ),
         (
             '{"id": "a", "contexts": [{"id": "d1"}, {"id": "d1"}]}',
             "doc id 'd1' appears twice in the ranking of query 'a'",
@@ -64,6 +75,8 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path, line: str, needle: s
         read_jsonl(path)
     assert str(err.value).startswith(f"{path}:2: ")
     assert needle in str(err.value)
+    if needle != "invalid JSON":  # the rest of the message is all ours
+        assert str(err.value) == f"{path}:2: {needle}"
 
 
 def test_duplicate_sample_ids(tmp_path: Path) -> None:

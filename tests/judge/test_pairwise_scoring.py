@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import pytest
 
@@ -113,7 +112,7 @@ def _six_pairs() -> tuple[list[Sample], list[Sample]]:
 
 
 @pytest.mark.slow
-def test_local_model_judges_six_pairs_in_seconds_from_its_distribution() -> None:
+def test_local_model_judges_six_pairs_from_its_distribution() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from rag_judge.llm.providers.local import LocalClient
 
@@ -121,9 +120,7 @@ def test_local_model_judges_six_pairs_in_seconds_from_its_distribution() -> None
     client.load()  # converts once per cache folder (~40 s), then loads in about a second
     a, b = _six_pairs()
     judge = PairwiseJudge(client=ClientConfig(provider="local"))
-    start = time.perf_counter()
     result = judge.compare(a, b, client=client)
-    elapsed = time.perf_counter() - start
     assert len(result.pairs) == 6 and result.counts["unscored"] == 0
     for pair in result.pairs:
         assert pair.outcome in ("A", "B", "tie")
@@ -133,5 +130,4 @@ def test_local_model_judges_six_pairs_in_seconds_from_its_distribution() -> None
             assert verdict.attempts == 1  # a label is always readable: nothing is re-asked
     assert result.win_rate is not None and 0.0 <= result.win_rate <= 1.0
     assert result.usage.completion_tokens <= 12 * 1  # one label token per verdict ("tie" is one)
-    assert elapsed < 60, f"six pairs took {elapsed:.1f} s"
     json.dumps(result.to_dict())  # the JSON output holds the distributions

@@ -211,8 +211,16 @@ def test_yaml_rubric_loads_and_renders_with_its_examples(tmp_path: Path) -> None
             "levels:\n  1: a\n  2: b\n  3: c\n  4: d\n",
             "field 'levels': needs exactly the levels 1, 2, 3, 4, 5",
         ),
-        ("inputs: [question, answr]", r"field 'inputs\[1\]': Input should be 'question'"),
-        ("colour: red", "field 'colour': Extra inputs are not permitted"),
+        (
+            "inputs: [question, answr]",
+            r"field 'inputs\[1\]': 'answr' is not a legal value \(did you mean 'answer'\?\); "
+            "legal values: question, answer, contexts, references$",
+        ),
+        (
+            "colour: red",
+            r"bad\.yaml:16: rubric 'tone': unknown key 'colour'; legal keys: name, description, "
+            "inputs, criteria, levels, examples, template, per_context$",
+        ),
         ("name: Tone Score", "field 'name'"),
         ("name: tone_norm", "ends in '_norm'"),
         ("criteria: ''", "'criteria' is required"),

@@ -200,7 +200,7 @@ def test_a_hang_times_out_and_is_retried_within_bounds() -> None:
     assert isinstance(result, LLMError) and result.retryable
     assert str(result) == f"{srv.base_url}: no reply within 0.5 s (gave up after 2 attempts)"
     assert len(srv.requests) == 2 and len(sleeps.seen) == 1
-    assert elapsed < 3.0
+    assert elapsed < 25  # cut by the 0.5 s timeout, not the 30 s hang (loose: CI is busy)
 
 
 def test_a_body_that_is_not_json_is_an_error_not_a_crash() -> None:
