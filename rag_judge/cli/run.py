@@ -329,10 +329,7 @@ def what_ran(report: Report) -> list[str]:
     )
     line = f"rag-judge: {len(report.samples)} samples · evaluators: {', '.join(evaluators)}"
     lines = [line + (f" · judge: {', '.join(judges)}" if judges else "")]
-    methods: dict[str, list[str]] = {}
-    for metric in report.stub_judged():
-        methods.setdefault(report.stub_method(metric) or "", []).append(metric)
-    for method, metrics in methods.items():
+    for method, metrics in report.stub_judged().items():
         lines.append(
             f"rag-judge: note: {', '.join(metrics)} scored by the stub judge, {method}, not an "
             "LLM (set client.provider to openai or local)"

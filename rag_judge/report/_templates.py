@@ -1,13 +1,15 @@
-"""The Jinja sources of report.html: the page, and the SVG macros it imports.
+"""The Jinja sources of report.html: the page, the SVG macros it imports, and the macros of
+one sample's table row and details (``html.py`` renders those per sample, to count the page's
+bytes as it goes; ``cut`` carries what a page too large for every sample left out of one).
 
-Both are rendered with autoescaping on (``html.py``): every value from the report or the
+All are rendered with autoescaping on (``html.py``): every value from the report or the
 dataset is escaped unless it is already markup (the SVGs, the CSS and the script). Table rows
 stay on one line each; the page's tests and its sorting script read them that way.
 """
 
 from __future__ import annotations
 
-__all__ = ["PAGE", "SVG"]
+__all__ = ["PAGE", "SAMPLES", "SVG"]
 
 SVG = """\
 {% macro histogram(h) %}
@@ -40,9 +42,7 @@ height="6"/>{% endif %}<rect class=m x="{{ (b.mean - 1)|f1 }}" y="1" width="2" h
 {%- endmacro %}
 """
 
-PAGE = """\
-{% import "svg" as svg %}
-{% macro tally(n) %}<td class='num{{ " bad" if n }}'>{{ n }}</td>{% endmacro %}
+SAMPLES = """\
 {% macro cell(c) %}
 {% if c.value is none %}<td class='num{{ " bad" if c.failed }}' data-v=''>\
 {{ "error" if c.failed else missing }}</td>
@@ -57,10 +57,11 @@ PAGE = """\
 {%- if j|extras %}<pre class=extra>{{ j|extras }}</pre>{% endif %}</td>\
 <td class=num>{{ j.attempts }}</td><td>{{ "yes" if j.cached else "no" }}</td></tr>
 {%- endmacro %}
-{% macro details(r) %}
+{% macro details(r, cut=none) %}
 {% set s = r.sample %}
 <details id="s-{{ r.id }}" data-id="{{ r.id }}" data-err={{ 1 if r.errors else 0 }}><summary>\
 {{ r.id }}{% if r.errors %} <span class=bad>{{ r.errors|length|plural("error") }}</span>{% endif %}
+{%- if cut %} <span class=tag>{{ cut.why }}</span>{% endif %}
 {%- if s and s.question %} <span class=muted>{{ s.question|clip(100) }}</span>{% endif %}\
 </summary><div class=body>
 {% if s %}
@@ -72,11 +73,14 @@ PAGE = """\
 {%- for c, grade in context_grades(s) %}<li><b>{{ c.id or missing }}</b> \
 {% if grade is none %}<span class="tag unj">{{ unjudged }}</span>{% else %}<span class=tag>grade \
 {{ grade|short }}</span>{% endif %} {{ c.text }}</li>{% endfor %}</ol>
+{% if cut and cut.more_contexts %}<p class=note>… and {{ cut.more_contexts|amount }} more \
+{{ "context" if cut.more_contexts == 1 else "contexts" }} (in report.json)</p>
 {% endif %}
-{% set missed = not_retrieved(s) %}
+{% endif %}
+{% set missed = not_retrieved(s) if cut is none else cut.missed %}
 {% if missed %}<p class=missed><b>relevant but not retrieved:</b> \
 {% for doc, grade in missed %}{{ doc }} (grade {{ grade|short }}){{ ", " if not loop.last }}\
-{% endfor %}</p>
+{% endfor %}{% if cut and cut.more_missed %} and {{ cut.more_missed|amount }} more{% endif %}</p>
 {% endif %}
 {% endif %}
 {% if r.errors %}<h4>errors</h4><ul class=errors>
@@ -98,17 +102,28 @@ PAGE = """\
 {% endif %}
 </div></details>
 {%- endmacro %}
+{% macro row(row) %}
+<tr data-id="{{ row.id }}" data-err={{ row.err }}><th data-v="{{ row.id }}" scope=row>\
+<a href="#s-{{ row.id }}">{{ row.id }}</a></th>{% for c in row.cells %}{{ cell(c) }}{% endfor %}\
+</tr>
+{%- endmacro %}
+"""
+
+PAGE = """\
+{% import "svg" as svg %}
+{% macro tally(n) %}<td class='num{{ " bad" if n }}'>{{ n }}</td>{% endmacro %}
 <!DOCTYPE html>
 <html lang=en><head><meta charset=utf-8><meta http-equiv="Content-Security-Policy" \
 content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scale=1">\
 <title>{{ name }}</title><style>{{ css }}</style></head>
-<body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples · rag-judge \
+<body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples\
+{% if inline %} ({{ inline.shown|amount }} in the sample table){% endif %} · rag-judge \
 {{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
 <a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a><a href=#samples>Samples</a>\
-<a href=#run>Run</a></nav>{% if stub_rubrics %}<p class=banner><b>Stub judge.</b> \
-{{ stub_rubrics|join(", ") }} {{ "was" if stub_rubrics|length == 1 else "were" }} scored by the \
-stub provider: a lexical word-overlap heuristic for offline runs and CI, not an LLM's judgment.\
-</p>{% endif %}</header>
+<a href=#run>Run</a></nav>{% if stub_rubrics %}<p class=banner><b>Stub judge.</b>\
+{% for method, rubrics in stub_rubrics.items() %} {{ rubrics|join(", ") }} \
+{{ "was" if rubrics|length == 1 else "were" }} scored by the stub provider: {{ method }}, for \
+offline runs and CI, not an LLM's judgment.{% endfor %}</p>{% endif %}</header>
 <section id=summary><h2>Summary</h2><table class=summary><thead><tr><th>metric</th>\
 <th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
 <th class=num>errors</th><th class=num>unscored</th><th>aggregate</th></tr></thead><tbody>
@@ -144,6 +159,8 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 placeholder='Filter by sample id'><label><input id=onlyerr type=checkbox> only samples with \
 errors</label><button id=openall type=button>Expand all</button><button id=closeall \
 type=button>Collapse all</button></div>
+{% if inline %}<p class=banner id=inline>{{ inline.text }}</p>
+{% endif %}
 {% if not_embedded %}<p class=muted>The dataset ({{ not_embedded }}) is not embedded; the details \
 show what report.json holds.</p>
 {% endif %}
@@ -154,17 +171,9 @@ show what report.json holds.</p>
 {% endfor %}</tr><tr class=heads><th data-t=s>sample</th>
 {%- for m in matrix.metrics %}<th data-t=n>{{ m|break_after("_") }}</th>{% endfor %}</tr>\
 </thead><tbody>
-{% for row in matrix.rows %}
-<tr data-id="{{ row.id }}" data-err={{ row.err }}><th data-v="{{ row.id }}" scope=row>\
-<a href="#s-{{ row.id }}">{{ row.id }}</a></th>{% for c in row.cells %}{{ cell(c) }}{% endfor %}\
-</tr>
-{% endfor %}
-</tbody></table></div>
+{{ rows }}</tbody></table></div>
 <div id=details>
-{% for r in report.samples %}
-{{ details(r) }}
-{% endfor %}
-</div></section>
+{{ details }}</div></section>
 <section id=run><h2>Run</h2><div class=cols><div><h3>Versions</h3><table class=kv>
 {%- for lib, version in versions %}<tr><th scope=row>{{ lib }}</th><td{{ " class=muted"|safe \
 if version == "not installed" }}>{{ version }}</td></tr>{% endfor %}<tr><th scope=row>created\

@@ -4,9 +4,11 @@ the template's SVG macros draw them, escaping any text."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from rag_judge.report._format import short
 from rag_judge.report.model import MetricSummary
@@ -70,26 +72,28 @@ class Bins:
         return [f"{short(b.lo)}–{short(b.hi)}" for b in self.bins]
 
 
-def bin_scores(values: Sequence[float], scale: Scale) -> Bins:
+def bin_scores(values: Sequence[float] | npt.ArrayLike, scale: Scale) -> Bins:
     """One bar per integer of a discrete scale (rounded half up: a context mean of 2.5 counts
     as 3), else ten equal bins over [lo, hi] (the top value in the last), or between the
     minimum and the maximum for an unbounded scale. A value outside a bounded scale (float
-    error) is counted in the nearest end bin."""
+    error) is counted in the nearest end bin; NaN and infinite values are not counted. Computed
+    with numpy over every value (a page of a million samples bins them in milliseconds)."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
     if scale.discrete and scale.hi is not None:
         first, last = int(scale.lo), int(scale.hi)
-        counts = [0] * (last - first + 1)
-        for v in values:
-            counts[min(max(math.floor(v + 0.5), first), last) - first] += 1
+        index = np.clip(np.floor(v + 0.5), first, last).astype(np.intp) - first
+        counts = np.bincount(index, minlength=last - first + 1).tolist()
         return Bins([Bin(first + i, first + i, c) for i, c in enumerate(counts)], discrete=True)
     if scale.hi is not None:
         lo, hi = scale.lo, scale.hi
     else:
-        lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+        lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
     span = hi - lo or 1.0  # all values equal: one full bar in the first bin
     width = span / 10
-    counts = [0] * 10
-    for v in values:  # (v - lo) * 10 / span, not / width: 0.3 / 0.1 is 2.9999999999999996
-        counts[min(max(math.floor((v - lo) * 10 / span), 0), 9)] += 1
+    # (v - lo) * 10 / span, not / width: 0.3 / 0.1 is 2.9999999999999996
+    index = np.clip(np.floor((v - lo) * 10 / span), 0, 9).astype(np.intp)
+    counts = np.bincount(index, minlength=10).tolist()
     return Bins([Bin(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(counts)])
 
 

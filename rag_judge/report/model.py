@@ -284,9 +284,15 @@ class Report(BaseModel):
             if s.kind is MetricKind.JUDGE and s.normalises is None
         ]
 
-    def stub_judged(self) -> list[str]:
-        """The judge rubrics scored by the stub provider (no model: see ``stub_method``)."""
-        return [m for m in self.judge_rubrics() if self.stub_method(m) is not None]
+    def stub_judged(self) -> dict[str, list[str]]:
+        """The judge rubrics scored by the stub provider, by how it scored them (see
+        ``stub_method``); empty when a model judged every rubric."""
+        out: dict[str, list[str]] = {}
+        for metric in self.judge_rubrics():
+            method = self.stub_method(metric)
+            if method is not None:
+                out.setdefault(method, []).append(metric)
+        return out
 
     def stub_method(self, metric: str) -> str | None:
         """How the stub judge scored ``metric`` ("a fixed score of 5", "a lexical word-overlap

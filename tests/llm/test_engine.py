@@ -372,9 +372,11 @@ def test_calls_are_counted_on_the_progress_display() -> None:
     """Identical requests: one call, the other served as cached; a failure is counted."""
     shown = io.StringIO()
     engine = JudgeEngine(ScriptedClient({"bad": [LLMError("refused")]}))
-    with progress.showing(progress.Display(progress.Mode.LINES, shown)):
-        with progress.step("judging") as step:
-            asyncio.run(engine.run([req("a"), req("a"), req("bad")], label="faithfulness"))
+    with (
+        progress.showing(progress.Display(progress.Mode.LINES, shown)),
+        progress.step("judging") as step,
+    ):
+        asyncio.run(engine.run([req("a"), req("a"), req("bad")], label="faithfulness"))
     (task,) = step.tasks
     assert (task.done, task.total, task.cached, task.failed) == (3, 3, 1, 1)
     assert task.describe() == "faithfulness: 3/3 calls (1 cached, 1 failed)"

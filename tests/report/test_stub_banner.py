@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_judge import JudgeEvaluator, Pipeline, RetrievalEvaluator
 from rag_judge.cli.run import what_ran
+from rag_judge.llm import ClientConfig
 from rag_judge.report.html import render_html
 from rag_judge.report.model import Report, Signature
 from tests.evaluators import judge_sample
@@ -18,12 +19,32 @@ def _report() -> Report:
 
 def test_a_stub_judged_run_says_so_on_the_terminal_and_in_the_page() -> None:
     report = _report()
-    assert report.stub_judged() == ["faithfulness"]
+    assert report.stub_judged() == {"a lexical word-overlap heuristic": ["faithfulness"]}
     lines = what_ran(report)
     assert lines[0].startswith("rag-judge: 2 samples · evaluators: retrieval, judge · judge: stub/")
     assert "faithfulness scored by the stub judge, a lexical word-overlap heuristic" in lines[1]
     page = render_html(report)
-    assert "<b>Stub judge.</b> faithfulness was scored by the stub provider" in page
+    assert (
+        "<b>Stub judge.</b> faithfulness was scored by the stub provider: a lexical word-overlap "
+        "heuristic, for offline runs and CI" in page
+    )
+
+
+def test_a_fixed_stub_is_named_as_a_fixed_score() -> None:
+    judge = JudgeEvaluator(
+        rubrics=["faithfulness", "correctness"],
+        client=ClientConfig(provider="stub", stub="fixed", stub_score=5),
+        cache=None,
+    )
+    report = Pipeline([judge]).run(SAMPLES).report
+    assert report.stub_judged() == {"a fixed score of 5": ["faithfulness", "correctness"]}
+    assert (
+        "faithfulness, correctness scored by the stub judge, a fixed score of 5"
+        in what_ran(report)[1]
+    )
+    assert "faithfulness, correctness were scored by the stub provider: a fixed score of 5" in (
+        render_html(report)
+    )
 
 
 def test_a_model_judged_run_has_no_stub_banner() -> None:
@@ -31,7 +52,7 @@ def test_a_model_judged_run_has_no_stub_banner() -> None:
     sig = report.signatures["faithfulness"]
     options = {**sig.options, "judge": "openai/gpt-4o-mini"}
     report.signatures["faithfulness"] = sig.model_copy(update={"options": options})
-    assert report.stub_judged() == []
+    assert report.stub_judged() == {}
     assert len(what_ran(report)) == 1
     assert "Stub judge." not in render_html(report)
     assert isinstance(report.signatures["faithfulness"], Signature)
