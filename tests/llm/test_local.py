@@ -25,6 +25,7 @@ from rag_judge.errors import ConfigError
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.providers import local
+from rag_judge.llm.providers.gguf import architecture, dequantize, reads_directly
 from rag_judge.llm.providers.local import LocalClient, models_dir, packaged_gguf
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -260,7 +261,7 @@ def test_dequantization_equals_gguf_bit_for_bit() -> None:
     for kind in (q.F32, q.F16, q.Q8_0, q.Q4_1, q.Q4_0, q.Q5_0):
         raw = data if kind == q.F32 else gguf.quantize(data, kind)
         expected = gguf.dequantize(raw, kind)
-        got = local._dequantize(np.ascontiguousarray(raw).view(np.uint8).ravel(), kind, data.shape)
+        got = dequantize(np.ascontiguousarray(raw).view(np.uint8).ravel(), kind, data.shape)
         assert got.dtype == np.float32 and got.shape == data.shape
         assert np.array_equal(got, expected), kind.name
 
@@ -305,7 +306,7 @@ def test_a_gguf_of_another_architecture_is_converted_once(tmp_path: Path) -> Non
     import torch
 
     gguf = write_tiny_gguf(tmp_path / "qwen.gguf", arch="qwen2")
-    assert not local._reads_directly(gguf)
+    assert not reads_directly(gguf)
     cache = tmp_path / "cache"
     LocalClient(str(gguf), cache_dir=cache).load()
     (folder,) = cache.iterdir()
@@ -317,9 +318,9 @@ def test_a_gguf_of_another_architecture_is_converted_once(tmp_path: Path) -> Non
 def test_a_file_that_is_no_gguf_is_not_read_directly(tmp_path: Path) -> None:
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\xff" * 40)
-    assert local._architecture(bad) is None
+    assert architecture(bad) is None
     bad.write_bytes(b"")
-    assert local._architecture(bad) is None
+    assert architecture(bad) is None
 
 
 # ---- cancellation ------------------------------------------------------------------------------
