@@ -1,5 +1,5 @@
 """The Jinja sources of report.html: the page, the SVG macros it imports, and the macros of
-one sample's table row and details (``html.py`` renders those per sample, to count the page's
+one sample's table row and details (``_inline.py`` renders those per sample, to count the page's
 bytes as it goes; ``cut`` carries what a page too large for every sample left out of one).
 
 All are rendered with autoescaping on (``html.py``): every value from the report or the

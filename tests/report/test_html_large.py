@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_judge import Report, Sample
-from rag_judge.report import html
+from rag_judge.report import _inline
 from rag_judge.report.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
 from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, render_html, write_html
 from rag_judge.report.model import Judgment, MetricKind, MetricSummary, SampleResult
@@ -225,7 +225,7 @@ def test_a_cut_sample_keeps_its_grades_and_says_what_it_leaves_out(
     )
     summary = {"recall": MetricSummary(mean=0.5, n=1, kind=MetricKind.RETRIEVAL)}
     report = Report(summary=summary, samples=[result], signatures={})
-    monkeypatch.setattr(html, "SAMPLE_BUDGET", 40_000)  # the sample whole is ~90 KB
+    monkeypatch.setattr(_inline, "SAMPLE_BUDGET", 40_000)  # the sample whole is ~90 KB
     page = render_html(report)
     assert "Showing all 1 samples, but not in full" in page
     assert page.count("<li><b>d") == 20 and "<li><b>d19</b>" in page
@@ -239,7 +239,7 @@ def test_a_cut_sample_keeps_its_grades_and_says_what_it_leaves_out(
 def test_untrusted_text_is_escaped_on_a_page_past_its_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(html, "SAMPLE_BUDGET", 2_000)  # 2.3 KB whole; one sample fits
+    monkeypatch.setattr(_inline, "SAMPLE_BUDGET", 2_000)  # 2.3 KB whole; one sample fits
     page = render_html(_report())
     assert _shown(page) == 1
     assert page.count("<script") == 1 and "<img" not in page
