@@ -14,6 +14,7 @@ when nothing was shown. Modes:
 from __future__ import annotations
 
 import enum
+import importlib
 import os
 import sys
 import threading
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["Display", "Mode", "Task", "auto_mode", "current", "showing", "step", "task"]
 
@@ -255,3 +256,21 @@ def step(name: str) -> Iterator[Step]:
 def task(label: str, total: int, unit: str = "calls") -> Task:
     """A counted task in the active display's current step."""
     return _active.task(label, total, unit)
+
+
+@contextmanager
+def no_library_bars() -> Iterator[None]:
+    """transformers' own progress bars ("Loading weights") off for the block, then as they
+    were: the display above says what is loading."""
+    try:
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
+    except ImportError:  # nothing to silence
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()

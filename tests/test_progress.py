@@ -165,3 +165,13 @@ def test_the_cli_prints_a_line_per_step_unless_quiet(
     assert err[1].startswith("evaluators[1] (judge): 30/30 calls in ")
     assert main(["run", str(config), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_library_bars_are_off_inside_and_restored_after() -> None:
+    hf_logging = pytest.importorskip("transformers.utils.logging")
+    for before in (True, False):
+        (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
+        with progress.no_library_bars():
+            assert not hf_logging.is_progress_bar_enabled()
+        assert hf_logging.is_progress_bar_enabled() is before
+    hf_logging.enable_progress_bar()

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_judge import _progress as progress
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.providers.gguf import read_state_dict, reads_directly
@@ -185,7 +186,10 @@ def _model_from_gguf(folder: str, gguf: Path) -> Any:
     with torch.device("meta"):  # only the parameters' names and shapes, no memory
         expected = {k: v.shape for k, v in model_class(config).state_dict().items()}
     state = read_state_dict(gguf, config, expected)
-    return model_class.from_pretrained(None, config=config, state_dict=state, dtype=torch.float32)
+    with progress.no_library_bars():
+        return model_class.from_pretrained(
+            None, config=config, state_dict=state, dtype=torch.float32
+        )
 
 
 def _load(source: str | None, cache_dir: Path | None) -> tuple[Any, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rag_judge import _progress as progress
 from rag_judge.errors import ConfigError
 from rag_judge.metrics.bertscore.cache import EmbeddingCache
 
@@ -230,7 +231,8 @@ class ModelStore:
             torch = import_torch()
             from transformers import AutoModel
 
-            model = AutoModel.from_pretrained(files.folder, local_files_only=True)
+            with progress.no_library_bars():
+                model = AutoModel.from_pretrained(files.folder, local_files_only=True)
             if hasattr(model, "encoder") and hasattr(model, "decoder"):
                 model = model.encoder  # encoder-decoder models: the encoder, as bert-score
             _keep_layers(model, layer, files.name)
