@@ -4,7 +4,9 @@ reverse; every renderer formats numbers through ``_format.py``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TextIO
 
 from rag_judge.report.html import write_html
 from rag_judge.report.markdown import render_markdown, summary_table
@@ -32,6 +34,7 @@ __all__ = [
     "Signature",
     "render_markdown",
     "summary_table",
+    "write_json",
     "write_report",
 ]
 
@@ -41,7 +44,7 @@ def write_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "report.json", "md": out / "report.md"}
-    _atomic_write(paths["json"], report.to_json() + "\n")
+    write_json(report, paths["json"])
     _atomic_write(paths["md"], render_markdown(report))
     paths["html"] = write_html(report, out / "report.html")
     return paths
@@ -51,3 +54,38 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def write_json(report: Report, path: Path) -> None:
+    """``report.to_json()`` and a newline into ``path``, byte for byte, written one sample at a
+    time: the whole report is never one dict or one string (at 10,000 samples those were
+    most of a run's peak memory)."""
+    head = report.model_dump(mode="json", exclude={"samples"})
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write("{")
+        for i, key in enumerate(Report.model_fields):
+            f.write(("," if i else "") + f"\n  {json.dumps(key)}: ")
+            if key == "samples":
+                _write_samples(f, report)
+            else:
+                f.write(_dumps(head[key], 2))
+        f.write("\n}\n")
+    tmp.replace(path)
+
+
+def _write_samples(f: TextIO, report: Report) -> None:
+    if not report.samples:
+        f.write("[]")
+        return
+    f.write("[")
+    for i, sample in enumerate(report.samples):
+        f.write(("," if i else "") + "\n    " + _dumps(sample.model_dump(mode="json"), 4))
+    f.write("\n  ]")
+
+
+def _dumps(value: object, depth: int) -> str:
+    """``value`` as ``json.dumps(..., indent=2)`` lays it out ``depth`` spaces in (strings
+    never hold a raw newline, so every newline is layout)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return text.replace("\n", "\n" + " " * depth)
