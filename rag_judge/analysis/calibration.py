@@ -219,7 +219,7 @@ def load_labels(path: str | Path) -> Labels:
 
 def _jsonl_rows(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    for lineno, obj in json_lines(text):
+    for lineno, obj in json_lines(text.splitlines()):
         if isinstance(obj, DataError):
             raise DataError(f"{path}:{lineno}: {obj}")
         rows.append((lineno, obj))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
 from rag_judge.errors import DataError, describe_value, input_problems
 
-__all__ = ["gather_samples", "json_lines", "read_jsonl", "read_text", "write_jsonl"]
+__all__ = ["gather_samples", "json_lines", "read_jsonl", "read_lines", "read_text", "write_jsonl"]
 
 
 def read_text(path: Path) -> str:
@@ -27,13 +27,31 @@ def read_text(path: Path) -> str:
         raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+def read_lines(path: Path) -> Generator[str, None, None]:
+    """The lines of a UTF-8 text file, read as they are consumed (a million-sample file is
+    never one string), with errors that name it and the line."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is not data
+            except UnicodeDecodeError as exc:
+                raise DataError(
+                    f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from None
+            yield line
+
+
 def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Dataset:
     """Read one sample per line. Errors name ``file:line`` and the field.
 
     With ``skip_invalid`` a bad line is skipped with a warning instead of raising.
     """
     path = Path(path)
-    parsed = ((str(n), partial(_to_sample, obj)) for n, obj in json_lines(read_text(path)))
+    parsed = ((str(n), partial(_to_sample, obj)) for n, obj in json_lines(read_lines(path)))
     return gather_samples(path, parsed, skip_invalid=skip_invalid)
 
 
@@ -65,10 +83,10 @@ def gather_samples(
     return Dataset(samples=tuple(samples), source=str(path))
 
 
-def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
-    """(line number, object) for each non-blank line of a JSON Lines text; a line that is not
-    a JSON object comes as a DataError saying why, for the caller to place or skip."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
+    """(line number, object) for each non-blank line of JSON Lines; a line that is not a JSON
+    object comes as a DataError saying why, for the caller to place or skip."""
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from rag_judge.data.jsonl import gather_samples, json_lines, read_jsonl, read_text
+from rag_judge.data.jsonl import gather_samples, json_lines, read_jsonl, read_lines, read_text
 from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
 from rag_judge.errors import DataError, describe_value, did_you_mean, input_problems
 
@@ -230,14 +230,18 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, int, dict[str, Any]]
 
 def _jsonl_layout(path: Path) -> Layout:
     """The layout of the first parseable line; read_jsonl reports any broken line itself."""
-    for _, obj in json_lines(read_text(path)):
-        return "rag-judge" if isinstance(obj, DataError) else _detect_layout(list(obj), path)
+    lines = read_lines(path)
+    try:
+        for _, obj in json_lines(lines):
+            return "rag-judge" if isinstance(obj, DataError) else _detect_layout(list(obj), path)
+    finally:
+        lines.close()  # the first object decides: the rest of the file is not read
     return "rag-judge"
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, int, dict[str, Any] | DataError]]:
     n = 0
-    for lineno, obj in json_lines(read_text(path)):
+    for lineno, obj in json_lines(read_lines(path)):
         n += 1
         if isinstance(obj, DataError):
             yield str(lineno), n, obj

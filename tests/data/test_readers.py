@@ -511,3 +511,14 @@ def test_parquet_and_cli_messages_are_plain(
         "strings or of objects with keys id, text, score, relevance, got the string "
         "'some text'\n"
     )
+
+
+def test_jsonl_is_read_line_by_line_with_the_bad_line_named(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(
+        b'\xef\xbb\xbf{"id": "a", "answer": "ok"}\r\n{"id": "b", "answer": "caf\xe9"}\n'
+    )
+    with pytest.raises(DataError, match=r"d\.jsonl:2: not UTF-8 text \(invalid continuation"):
+        load_dataset(path)
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "answer": "ok"}\r\n{"id": "b"}\n')
+    assert [s.id for s in load_dataset(path).samples] == ["a", "b"]
