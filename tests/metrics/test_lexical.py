@@ -446,3 +446,32 @@ def test_pipeline_report_says_which_bleu_is_which() -> None:
 
 def _texts(errors: dict[str, Failure]) -> dict[str, str]:
     return {metric: failure.text() for metric, failure in errors.items()}
+
+
+@pytest.mark.parametrize(
+    ("ref_counts", "nrefs"),
+    [
+        ([1, 1, 1, 1, 1], "nrefs:1|"),
+        ([2, 2, 1, 1, 1], "nrefs:var|"),
+        ([1, 2, 1, 2, 2], "nrefs:var|"),
+    ],
+)
+def test_bleu_in_chunks_equals_one_call(
+    monkeypatch: pytest.MonkeyPatch, ref_counts: list[int], nrefs: str
+) -> None:
+    """sacrebleu is called a chunk at a time (its reference cache bounded); the rows and the
+    nrefs of the signature are those of one call over everything, even when every chunk on
+    its own has one reference count (the second case's chunks: [2, 2], [1, 1], [1])."""
+    import rag_judge.metrics.lexical as lexical
+
+    rng = random.Random(7)
+    words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "."]
+    hyps = [" ".join(rng.choices(words, k=8)) for _ in ref_counts]
+    refs = [[" ".join(rng.choices(words, k=9)) for _ in range(k)] for k in ref_counts]
+    whole = bleu_statistics(hyps, refs)
+    monkeypatch.setattr(lexical, "BLEU_CHUNK", 2)
+    chunked = bleu_statistics(hyps, refs)
+    np.testing.assert_array_equal(chunked.rows, whole.rows)
+    np.testing.assert_array_equal(chunked.sentence, whole.sentence)
+    assert chunked.corpus_signature == whole.corpus_signature
+    assert whole.corpus_signature.startswith(nrefs)
