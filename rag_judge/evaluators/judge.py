@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -34,7 +34,7 @@ from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
-from rag_judge.judge.asking import Outcome, ask_sync
+from rag_judge.judge.asking import Outcome, ask_chunks_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
 from rag_judge.judge.rubrics import (
     FILE_SUFFIXES,
@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
 NORM = "_norm"
+JUDGE_CHUNK = 2_000  # samples whose prompts are rendered and asked together
 
 
 @dataclass
@@ -269,11 +270,17 @@ class JudgeEvaluator(Evaluator):
         )
 
     def _jobs(
-        self, samples: Sequence[Sample], scoring: Scoring, result: EvaluatorResult
+        self,
+        samples: Sequence[Sample],
+        scoring: Scoring,
+        result: EvaluatorResult,
+        indices: Iterable[int] | None = None,
     ) -> list[_Job]:
-        """One job per request; a sample that lacks an input gets its failure instead."""
+        """One job per request of the samples at ``indices`` (default: all); a sample that
+        lacks an input gets its failure instead."""
         jobs: list[_Job] = []
-        for i, sample in enumerate(samples):
+        for i in range(len(samples)) if indices is None else indices:
+            sample = samples[i]
             for rubric in self.resolved_rubrics():
                 problem = missing_input(rubric, sample)
                 if problem:
@@ -297,13 +304,13 @@ class JudgeEvaluator(Evaluator):
 
     def _plan(
         self, samples: Sequence[Sample], client: LLMClient | None
-    ) -> tuple[LLMClient, Scoring, EvaluatorResult, list[_Job]]:
+    ) -> tuple[LLMClient, Scoring, EvaluatorResult]:
         self.prepare()
         client = check_capabilities(client) if client is not None else make_client(self.client)
         scoring = self.scoring(client)
         result = EvaluatorResult.empty(len(samples), self.signatures(client))
         result.judgments = [{} for _ in samples]
-        return client, scoring, result, self._jobs(samples, scoring, result)
+        return client, scoring, result
 
     def _engine(self, client: LLMClient) -> JudgeEngine:
         return make_engine(self.client, cache=self.cache_path(), client=client)
@@ -314,22 +321,32 @@ class JudgeEvaluator(Evaluator):
         self, samples: Sequence[Sample], *, client: LLMClient | None = None
     ) -> EvaluatorResult:
         """Judge every sample on every rubric. ``client`` overrides the configured one."""
-        judge, scoring, result, jobs = self._plan(samples, client)
-        outcomes, result.usage = ask_sync(
+        judge, scoring, result = self._plan(samples, client)
+        current: list[_Job] = []
+
+        def chunks() -> Iterator[list[CompletionRequest]]:
+            # Prompts are rendered a chunk at a time, so only one chunk's are alive at once.
+            for start in range(0, len(samples), JUDGE_CHUNK):
+                indices = range(start, min(start + JUDGE_CHUNK, len(samples)))
+                current[:] = self._jobs(samples, scoring, result, indices)
+                yield [j.request for j in current]
+
+        result.usage = ask_chunks_sync(
             lambda: self._engine(judge),
-            [j.request for j in jobs],
+            chunks(),
             lambda reply: read_completion(reply, scoring, max_tokens=self.max_tokens),
+            lambda outcomes: _fill(result, current, outcomes, scoring),
             shape=VERDICT_SHAPE,
             reask=self.reask,
         )
-        _fill(result, jobs, outcomes, scoring)
         _report_what_was_used(result, self.resolved_rubrics(), scoring, self.n)
         return result
 
     def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for
         missing inputs, token estimate and cost bound (first requests only; re-asks excluded)."""
-        client, _, result, jobs = self._plan(samples, client)
+        client, scoring, result = self._plan(samples, client)
+        jobs = self._jobs(samples, scoring, result)
         with self._engine(client) as engine:
             estimate = engine.dry_run([j.request for j in jobs])
         skipped = sum(1 for errs in result.errors for m in errs if not m.endswith(NORM))

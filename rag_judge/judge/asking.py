@@ -12,7 +12,7 @@ exactly as long as the judging.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -21,7 +21,7 @@ from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError, Usage
 from rag_judge.llm.engine import JudgeEngine
 
-__all__ = ["Outcome", "ask_all", "ask_sync", "failed_attempts", "reask_message"]
+__all__ = ["Outcome", "ask_all", "ask_chunks_sync", "ask_sync", "failed_attempts", "reask_message"]
 
 R = TypeVar("R")
 
@@ -136,9 +136,33 @@ def ask_sync(
     ``open_engine()`` is called inside the loop and the engine closed when done (its client's
     connections and the cache it opened). Returns the outcomes and the engine's usage."""
 
-    async def ask() -> tuple[list[Outcome[R]], Usage]:
+    outcomes: list[Outcome[R]] = []
+    usage = ask_chunks_sync(
+        open_engine, [requests], parse, outcomes.extend, shape=shape, reask=reask, label=label
+    )
+    return outcomes, usage
+
+
+def ask_chunks_sync(
+    open_engine: Callable[[], JudgeEngine],
+    chunks: Iterable[Sequence[CompletionRequest]],
+    parse: Callable[[Completion], R | Unscored],
+    each: Callable[[list[Outcome[R]]], None],
+    *,
+    shape: str,
+    reask: int = 1,
+    label: str = "judge",
+) -> Usage:
+    """``ask_all`` over each chunk of requests in turn, in one event loop over one engine
+    (one scheduler, one rate limit, one cache); ``each`` gets a chunk's outcomes as soon as
+    they are in, so only one chunk's prompts and replies are alive at a time. ``chunks`` may
+    be a generator that builds each chunk's requests when it is asked for. Returns the
+    engine's usage."""
+
+    async def ask() -> Usage:
         async with open_engine() as engine:
-            outcomes = await ask_all(engine, requests, parse, shape=shape, reask=reask, label=label)
-        return outcomes, engine.usage.model_copy()
+            for requests in chunks:
+                each(await ask_all(engine, requests, parse, shape=shape, reask=reask, label=label))
+        return engine.usage.model_copy()
 
     return run_sync(ask())

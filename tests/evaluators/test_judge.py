@@ -385,3 +385,24 @@ def test_end_to_end_through_the_openai_client() -> None:
     )
     assert user.count("<<<END ANSWER>>>") == 1
     assert "judge:openai/fake-judge|" in result.signatures["answer_relevance"].render()
+
+
+def test_judging_in_chunks_gives_the_same_result_over_one_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Prompts are rendered and asked a chunk of samples at a time (only one chunk's prompts
+    alive at once), through one engine: the result is the one-chunk result."""
+    import rag_judge.evaluators.judge as judge_module
+
+    whole = _judge().evaluate(FIVE, client=StubClient(Recorder(), model="scripted"))
+    runs = _counting(monkeypatch)
+    monkeypatch.setattr(judge_module, "JUDGE_CHUNK", 2)
+    chunked = _judge().evaluate(FIVE, client=StubClient(Recorder(), model="scripted"))
+    assert chunked.scores == whole.scores
+    assert chunked.errors == whole.errors
+    assert chunked.judgments == whole.judgments
+    assert chunked.usage == whole.usage
+    # samples 1-2: 4 asks, 1 re-ask; 3-4: 3 and 3; 5: 2 (a 500 is not re-asked); one engine,
+    # closed once at the end
+    assert [size for _, size in runs] == [4, 1, 3, 3, 2, -1]
+    assert len({engine for engine, _ in runs}) == 1
