@@ -16,6 +16,7 @@ from rag_judge.data.readers import load_dataset, read_csv, read_parquet
 from rag_judge.data.sample import Sample
 from rag_judge.errors import DataError
 from tests import REPO
+from tests import assert_plain as plain
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -263,33 +264,9 @@ def test_missing_files_and_missing_pyarrow(tmp_path: Path, monkeypatch: pytest.M
 
 # ---- every message is in the words of the file: no pydantic internals -----------------------
 
-# What a user must never read: pydantic's wording, its class and type names, its locations.
-PYDANTIC_WORDS = (
-    "Input should be",
-    "valid tuple",
-    "valid dictionary",
-    "valid list",
-    "instance of",
-    "Extra inputs are not permitted",
-    "Field required",
-    "<root>",
-    "[key]",
-    "after validation",
-    "Value error",
-    "errors.pydantic.dev",
-    "For further information",
-    "pydantic",
-    "Tuple",
-    "Context",
-    "Sample",
-    "Dataset",
-    "NoneType",
-)
-
 
 def assert_plain(message: str) -> None:
-    leaked = [w for w in PYDANTIC_WORDS if w in message]
-    assert not leaked, f"{leaked} in {message!r}"
+    plain(message, "Context", "Sample", "Dataset")
 
 
 OK_LINE = json.dumps({"id": "q0", "question": "q", "answer": "a"})
