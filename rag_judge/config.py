@@ -27,6 +27,7 @@ from rag_judge.llm.providers import ClientConfig
 __all__ = [
     "BootstrapConfig",
     "ExperimentConfig",
+    "RayConfig",
     "expand_matrix",
     "folder_name",
     "load_config",
@@ -40,6 +41,17 @@ class BootstrapConfig(BaseModel):
 
     resamples: int = Field(default=1000, ge=0)
     confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class RayConfig(BaseModel):
+    """Where ``executor: ray`` runs: ``address`` of an existing cluster (``ray://head:10001``,
+    ``auto``; None: ``$RAY_ADDRESS``, else a local cluster started for the run) and the
+    number of ``shards`` the samples are split into (None: the cluster's CPUs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = None
+    shards: int | None = Field(default=None, ge=1)
 
 
 class ExperimentConfig(BaseModel):
@@ -70,6 +82,10 @@ class ExperimentConfig(BaseModel):
     # (errors, unscored verdicts, missing inputs), and whatever it is set to, when an evaluator
     # produced no value at all; the default, 1.0, fails only the latter.
     max_error_rate: float = 1.0
+    # Where the evaluators run: "local" (this process) or "ray" (contiguous shards of the
+    # samples as Ray tasks; needs the rag-judge[ray] extra). `ray` says which cluster.
+    executor: Literal["local", "ray"] = "local"
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     @field_validator("max_error_rate")
     @classmethod

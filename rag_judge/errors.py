@@ -70,6 +70,8 @@ def friendly_message(err: Mapping[str, Any]) -> str:
     class names (YAML and JSON have lists and mappings)."""
     msg = _message(err)
     kind = err.get("type")
+    if kind == "literal_error":
+        return _not_legal(err, [], describe_value(err.get("input")))
     if kind in _LIST_TYPES:
         return "expected a list"
     if kind in _MAPPING_TYPES:
@@ -78,6 +80,19 @@ def friendly_message(err: Mapping[str, Any]) -> str:
         msg = re.sub(r"^(Tuple|Set|Frozenset)\b", "List", msg)
         msg = msg.replace(" after validation", "")
     return msg
+
+
+def _not_legal(err: Mapping[str, Any], values: list[str], given: str | None) -> str:
+    """``'rayy' is not a legal value (did you mean 'ray'?); legal values: local, ray``; the
+    legal values from ``values`` (reprs), else from pydantic's "'a' or 'b'"."""
+    ctx = err.get("ctx") or {}
+    values = values or re.findall(r"'[^']*'", str(ctx.get("expected", "")))
+    legal = [v.strip("'") for v in values]
+    value = err.get("input")
+    match = did_you_mean(value, legal) if isinstance(value, str) else None
+    hint = f" (did you mean {match!r}?)" if match else ""
+    shown = repr(value) if isinstance(value, str) else given
+    return f"{shown} is not a legal value{hint}; legal values: {', '.join(legal)}"
 
 
 def _message(err: Mapping[str, Any]) -> str:
@@ -240,15 +255,7 @@ def _input_problem(
     elif kind in _TYPE_ERRORS:
         msg = f"expected {want}, got {given}"
     elif kind == "literal_error":
-        values = [repr(v) for v in get_args(annotation)] or re.findall(
-            r"'[^']*'", str(ctx.get("expected", ""))
-        )
-        legal = [v.strip("'") for v in values]
-        value = err.get("input")
-        match = did_you_mean(value, legal) if isinstance(value, str) else None
-        hint = f" (did you mean {match!r}?)" if match else ""
-        shown = repr(value) if isinstance(value, str) else given
-        msg = f"{shown} is not a legal value{hint}; legal values: {', '.join(legal)}"
+        msg = _not_legal(err, [repr(v) for v in get_args(annotation)], given)
     elif kind == "string_pattern_mismatch":
         msg = f"expected {want if pattern in expected else _pattern(ctx)}, got {given}"
     elif kind == "string_too_short":

@@ -96,6 +96,22 @@ def test_a_bad_gate_in_the_config_is_a_config_error(tmp_path: Path) -> None:
         load_experiments(path)
 
 
+def test_a_bad_executor_or_ray_option_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\nexecutor: dask\n")
+    with pytest.raises(ConfigError, match=r"x.yaml:3: executor") as err:
+        load_experiments(path)
+    assert str(err.value).endswith(
+        "executor: 'dask' is not a legal value; legal values: local, ray"
+    )
+    path.write_text(f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\nray: {{shards: 0}}\n")
+    with pytest.raises(ConfigError, match=r"x.yaml:3: ray.shards"):
+        load_experiments(path)
+    path.write_text(f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\nray: {{adress: x}}\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'adress'"):
+        load_experiments(path)
+
+
 def test_a_misspelt_key_in_a_variant_is_an_unknown_key(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(
@@ -217,3 +233,14 @@ def test_a_misspelt_key_in_a_variant_gets_a_suggestion(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"did you mean 'relevance_threshold'\?.*\(variant a=x\)"):
         load_experiments(path)
+
+
+def test_a_value_outside_a_fixed_set_names_the_legal_values(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(f"dataset: {DATA}\nevaluators: [{{type: retrieval}}]\nexecutor: rayy\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiments(path)
+    assert str(err.value).endswith(
+        "x.yaml:3: executor: 'rayy' is not a legal value (did you mean 'ray'?); legal values: "
+        "local, ray"
+    )

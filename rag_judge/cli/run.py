@@ -101,6 +101,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--quiet", action="store_true",
         help="no progress on stderr (default: a live line on a terminal, else a line per step)",
     )  # fmt: skip
+    run_.add_argument(
+        "--executor", choices=["local", "ray"],
+        help="where the evaluators run, overriding the config's executor: ray shards the "
+        "samples over a Ray cluster (the config's ray.address, else $RAY_ADDRESS, else a "
+        "local one); needs rag-judge[ray]",
+    )  # fmt: skip
     run_.set_defaults(handler=run)
 
 
@@ -119,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
     ``max_error_rate``), else 1 if a gate failed, else 0. Every experiment is checked first
     (dataset, evaluators' prepare): a problem is a ConfigError before any work."""
     path = resolve_config(args.config)
-    overrides = {"dataset": str(args.dataset)} if args.dataset else None
-    experiments = load_experiments(path, overrides)
+    overrides: dict[str, str] = {"dataset": str(args.dataset)} if args.dataset else {}
+    if getattr(args, "executor", None):
+        overrides["executor"] = args.executor
+    experiments = load_experiments(path, overrides or None)
     extra_gates = thresholds_from_cli(args.fail_under)
     for name, config in experiments:
         check_experiment(path, name, config, dataset_from_cli=args.dataset is not None)

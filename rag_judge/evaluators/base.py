@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -120,6 +120,40 @@ class EvaluatorResult:
                 usable.append(i)
         return usable
 
+    @classmethod
+    def concat(cls, parts: Sequence[EvaluatorResult]) -> EvaluatorResult:
+        """One result from the results of contiguous shards of the samples, in shard order:
+        columns, failures and judgments end to end, corpus rows stacked under one score
+        function, usage summed. Signatures come from the first part that has options (a
+        shard whose evaluator crashed has bare ones), and such a shard's corpus rows are
+        zeros: its samples have no score, so no statistic reads them."""
+        if not parts:
+            raise ValueError("no results to concatenate")
+        base = next((p for p in parts if any(s.options for s in p.signatures.values())), parts[0])
+        usage = Usage()
+        for part in parts:
+            usage += part.usage
+        corpus = {}
+        for metric in {m for p in parts for m in p.corpus}:
+            stat = next(p.corpus[metric] for p in parts if metric in p.corpus)
+            rows = [
+                p.corpus[metric].rows if metric in p.corpus
+                else np.zeros((len(p.errors), *stat.rows.shape[1:]), stat.rows.dtype)
+                for p in parts
+            ]  # fmt: skip
+            corpus[metric] = replace(stat, rows=np.concatenate(rows))
+        judged = any(p.judgments for p in parts)
+        return cls(
+            scores={m: [v for p in parts for v in p.scores[m]] for m in base.scores},
+            errors=[e for p in parts for e in p.errors],
+            signatures=dict(base.signatures),
+            corpus=corpus,
+            judgments=[
+                j for p in parts for j in (p.judgments or [{}] * len(p.errors))
+            ] if judged else [],
+            usage=usage,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class DryRun:
@@ -202,6 +236,13 @@ class Evaluator(BaseModel, abc.ABC):
     def prepare(self) -> None:
         """Load what evaluating needs (models, files) once, before a run; validation does no
         I/O. Idempotent. The default has nothing to load."""
+
+    @property
+    def shardable(self) -> bool:
+        """Whether evaluating contiguous shards of the samples apart and concatenating the
+        results (:meth:`EvaluatorResult.concat`) gives what evaluating them together does;
+        False for an evaluator whose scores depend on the whole batch (BERTScore's idf)."""
+        return True
 
     def score(self, samples: Sequence[Sample]) -> Mapping[str, ArrayLike]:
         """Per-batch hook: one value per sample for each metric, over samples that have every

@@ -169,6 +169,11 @@ class BERTScoreEvaluator(Evaluator):
             baseline = load_baseline(path, self.layer)
         self._prepared = _Prepared(files, baseline, runtime)
 
+    @property
+    def shardable(self) -> bool:
+        """idf weights count every reference of the batch: with idf, never shard it."""
+        return not self.idf
+
     def _ready(self) -> _Prepared:
         self.prepare()
         assert self._prepared is not None
