@@ -149,10 +149,7 @@ class Display:
     def end(self, s: Step) -> None:
         with self._lock:
             s.seconds = self._clock() - s.started
-            if self.mode is not Mode.OFF:
-                self._write(CLEAR if self._live else "")
-                self._live = False
-                self._write(s.describe() + "\n")
+            self._print(s.describe())
 
     def task(self, label: str, total: int, unit: str) -> Task:
         """A task in the current step (outside any step, e.g. ``JudgeEngine.run`` called on
@@ -169,10 +166,8 @@ class Display:
 
     def closed(self, t: Task) -> None:
         with self._lock:
-            if self.current is None and self.mode is not Mode.OFF:  # a task on its own
-                self._write(CLEAR if self._live else "")
-                self._live = False
-                self._write(t.describe() + "\n")
+            if self.current is None:  # a task on its own
+                self._print(t.describe())
             else:
                 self._draw(t, force=True)
 
@@ -196,6 +191,12 @@ class Display:
                 return
             self._write(CLEAR + line)
             self._live = True
+
+    def _print(self, line: str) -> None:
+        """``line`` for good, in place of the live line (unless the display is off)."""
+        if self.mode is not Mode.OFF:
+            self.clear_line()
+            self._write(line + "\n")
 
     def _write(self, text: str) -> None:
         if text:

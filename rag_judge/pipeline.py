@@ -252,6 +252,7 @@ class Pipeline:
     @staticmethod
     def _run_one(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:
         try:
+            evaluator.prepare()  # idempotent: a no-op locally; a Ray worker's copy loads here
             result = evaluator.evaluate(samples)
             _check_aligned(result, len(samples), evaluator.metric_names())
             return result
@@ -266,17 +267,8 @@ class Pipeline:
 
 
 def _evaluate_shard(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:
-    """One Ray task: prepare the evaluator in the worker, then evaluate its shard."""
-    try:
-        evaluator.prepare()
-    except Exception as exc:
-        log.exception("evaluator %s failed to prepare", evaluator.type)
-        result = EvaluatorResult.empty(
-            len(samples), {m: Signature(name=m) for m in evaluator.metric_names()}
-        )
-        for i in range(len(samples)):
-            result.fail(i, Failure(message=f"{evaluator.type} evaluator failed: {exc}"))
-        return result
+    """One Ray task: the evaluator prepared in the worker and run on its shard, a failure
+    recorded against the shard's samples as in a local run."""
     return Pipeline._run_one(evaluator, samples)
 
 
