@@ -86,6 +86,11 @@ class ExperimentConfig(BaseModel):
     # samples as Ray tasks; needs the rag-judge[ray] extra). `ray` says which cluster.
     executor: Literal["local", "ray"] = "local"
     ray: RayConfig = Field(default_factory=RayConfig)
+    # Samples an evaluator takes at a time: memory holds one chunk of samples, not the dataset.
+    chunk_size: int = Field(default=2000, ge=1)
+    # report.json holds the samples inline up to this many; past it they are written to
+    # samples.jsonl beside it, and only score columns stay in memory.
+    inline_samples: int = Field(default=5000, ge=0)
 
     @field_validator("max_error_rate")
     @classmethod

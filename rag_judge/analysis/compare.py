@@ -196,10 +196,10 @@ def compare_reports(
 
 
 def _ids(report: Report, label: str) -> set[str]:
-    dup = duplicate_id(s.id for s in report.samples)
+    dup = duplicate_id(report.ids())
     if dup is not None:
         raise DataError(f"{label}: sample id {dup!r} appears twice")
-    return {s.id for s in report.samples}
+    return set(report.ids())
 
 
 def _finite(value: float | None) -> bool:

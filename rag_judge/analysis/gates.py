@@ -272,8 +272,8 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
 
 def _pairing(base: Report, new: Report, paired: int, missing: int) -> str:
     """``paired n=18 (2 only in baseline, 1 unscored)``: how many samples the means cover."""
-    base_ids = {s.id for s in base.samples}
-    new_ids = {s.id for s in new.samples}
+    base_ids = set(base.ids())
+    new_ids = set(new.ids())
     notes = [
         f"{count} {what}"
         for count, what in (

@@ -41,7 +41,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         labels_from_dataset(args.labels, args.column) if args.column else load_labels(args.labels)
     )
     report = Report.load(args.report)
-    ids = {s.id for s in report.samples}
+    ids = set(report.ids())
     if not ids & labels.keys():
         print(
             f"rag-judge calibrate: warning: no sample id is in both {args.report} "

@@ -227,15 +227,14 @@ def _reasons(report: Report) -> list[tuple[tuple[FailureKind, str], tuple[int, l
     twins = {m for m, s in report.summary.items() if s.normalises is not None}
     counts: Counter[tuple[FailureKind, str]] = Counter()
     metrics: dict[tuple[FailureKind, str], list[str]] = {}
-    for sample in report.samples:
-        for metric, failure in sample.errors.items():
-            if metric in twins:
-                continue
-            key = (failure.kind, failure.message)
-            counts[key] += 1
-            hit = metrics.setdefault(key, [])
-            if metric not in hit:
-                hit.append(metric)
+    for _, metric, failure in report.index().failures:
+        if metric in twins:
+            continue
+        key = (failure.kind, failure.message)
+        counts[key] += 1
+        hit = metrics.setdefault(key, [])
+        if metric not in hit:
+            hit.append(metric)
     order = list(FailureKind)
     ranked = sorted(counts, key=lambda k: (order.index(k[0]), -counts[k]))  # stable: first seen
     return [(k, (counts[k], metrics[k])) for k in ranked]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -259,6 +259,18 @@ class Evaluator(BaseModel, abc.ABC):
             for metric in names:
                 result.fill(metric, usable, values[metric])
         return result
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        """Score the samples a chunk at a time, handing each chunk's result to ``emit`` before
+        taking the next chunk (the pipeline streams a dataset through this). Returns a result
+        over no samples with what is known only at the end (usage not yet emitted, signatures
+        that replace the chunks'), or None. Default: ``evaluate`` on each chunk; an evaluator
+        that keeps state across chunks (the judge's one engine) overrides it."""
+        for chunk in chunks:
+            emit(self.evaluate(chunk))
+        return None
 
     def dry_run(self, samples: Sequence[Sample]) -> DryRun | None:
         """What this evaluator would send to a model, or None if it calls no model."""

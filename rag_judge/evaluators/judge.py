@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -33,6 +33,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, format_loc
+from rag_judge.evaluators._judge_used import Used
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_chunks_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
@@ -302,15 +303,10 @@ class JudgeEvaluator(Evaluator):
                 jobs.extend(built)
         return jobs
 
-    def _plan(
-        self, samples: Sequence[Sample], client: LLMClient | None
-    ) -> tuple[LLMClient, Scoring, EvaluatorResult]:
+    def _plan(self, client: LLMClient | None) -> tuple[LLMClient, Scoring]:
         self.prepare()
         client = check_capabilities(client) if client is not None else make_client(self.client)
-        scoring = self.scoring(client)
-        result = EvaluatorResult.empty(len(samples), self.signatures(client))
-        result.judgments = [{} for _ in samples]
-        return client, scoring, result
+        return client, self.scoring(client)
 
     def _engine(self, client: LLMClient) -> JudgeEngine:
         return make_engine(self.client, cache=self.cache_path(), client=client)
@@ -321,31 +317,61 @@ class JudgeEvaluator(Evaluator):
         self, samples: Sequence[Sample], *, client: LLMClient | None = None
     ) -> EvaluatorResult:
         """Judge every sample on every rubric. ``client`` overrides the configured one."""
-        judge, scoring, result = self._plan(samples, client)
-        current: list[_Job] = []
+        parts: list[EvaluatorResult] = []
+        starts = range(0, max(len(samples), 1), JUDGE_CHUNK)
+        chunks = (samples[a : a + JUDGE_CHUNK] for a in starts)
+        tail = self.evaluate_chunks(chunks, parts.append, client=client)
+        result = EvaluatorResult.concat(parts)
+        result.signatures, result.usage = tail.signatures, result.usage + tail.usage
+        return result
 
-        def chunks() -> Iterator[list[CompletionRequest]]:
-            # Prompts are rendered a chunk at a time, so only one chunk's are alive at once.
-            for start in range(0, len(samples), JUDGE_CHUNK):
-                indices = range(start, min(start + JUDGE_CHUNK, len(samples)))
-                current[:] = self._jobs(samples, scoring, result, indices)
-                yield [j.request for j in current]
+    def evaluate_chunks(
+        self,
+        chunks: Iterable[Sequence[Sample]],
+        emit: Callable[[EvaluatorResult], None],
+        *,
+        client: LLMClient | None = None,
+    ) -> EvaluatorResult:
+        """Judge each chunk's samples on every rubric over one engine (one scheduler, one rate
+        limit, one cache): a chunk's prompts are rendered when it is taken and its result
+        emitted when its verdicts are in. The final signatures say how the scores were
+        computed over every chunk (``scoring:mixed`` when logprobs came back for some)."""
+        judge, scoring = self._plan(client)
+        signatures = self.signatures(judge)
+        used = Used(self.resolved_rubrics(), scoring, self.n)
+        current: list[tuple[EvaluatorResult, list[_Job]]] = []
 
-        result.usage = ask_chunks_sync(
+        def requests() -> Iterator[list[CompletionRequest]]:
+            for samples in chunks:
+                result = EvaluatorResult.empty(len(samples), signatures)
+                result.judgments = [{} for _ in samples]
+                current[:] = [(result, self._jobs(samples, scoring, result))]
+                yield [j.request for j in current[0][1]]
+
+        def each(outcomes: list[Outcome[Reading]]) -> None:
+            result, jobs = current[0]
+            _fill(result, jobs, outcomes, scoring)
+            used.add(result)
+            emit(result)
+
+        tail = EvaluatorResult.empty(0, signatures)
+        tail.usage = ask_chunks_sync(
             lambda: self._engine(judge),
-            chunks(),
+            requests(),
             lambda reply: read_completion(reply, scoring, max_tokens=self.max_tokens),
-            lambda outcomes: _fill(result, current, outcomes, scoring),
+            each,
             shape=VERDICT_SHAPE,
             reask=self.reask,
         )
-        _report_what_was_used(result, self.resolved_rubrics(), scoring, self.n)
-        return result
+        tail.signatures = used.signatures(signatures)
+        return tail
 
     def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for
         missing inputs, token estimate and cost bound (first requests only; re-asks excluded)."""
-        client, scoring, result = self._plan(samples, client)
+        client, scoring = self._plan(client)
+        result = EvaluatorResult.empty(len(samples), self.signatures(client))
+        result.judgments = [{} for _ in samples]
         jobs = self._jobs(samples, scoring, result)
         with self._engine(client) as engine:
             estimate = engine.dry_run([j.request for j in jobs])
@@ -450,52 +476,3 @@ def _per_context(judged: list[Judgment]) -> Judgment:
         cached=all(e.cached for e in judged),
         contexts=judged,
     )
-
-
-def _leaves(result: EvaluatorResult, rubric: str) -> list[Judgment]:
-    """Every judgment of ``rubric`` in ``result``, per-context ones one by one."""
-    out: list[Judgment] = []
-    for judged in result.judgments or []:
-        entry = judged.get(rubric)
-        if entry is not None:
-            out.extend(entry.contexts if entry.contexts is not None else [entry])
-    return out
-
-
-def _report_what_was_used(
-    result: EvaluatorResult, rubrics: Sequence[Rubric], scoring: Scoring, n: int
-) -> None:
-    """Make each rubric's signature say how its scores were actually computed, and warn once
-    per run about features the server ignored (logprobs, ``n``)."""
-    fell_back: list[str] = []
-    short: list[str] = []
-    for rubric in rubrics:
-        leaves = _leaves(result, rubric.name)
-        scored = [j for j in leaves if j.score is not None]
-        missing = sum(bool(j.logprobs_missing) for j in scored)
-        received = [j.choices_received for j in leaves if j.choices_received is not None]
-        if received:
-            short.append(f"{rubric.name} {len(received)} of {len(leaves)}")
-        if scoring != "logprobs" or not missing:
-            continue
-        used = "integer" if missing == len(scored) else "mixed"
-        fell_back.append(f"{rubric.name} {missing} of {len(scored)} (scoring:{used})")
-        for metric in (rubric.name, rubric.name + NORM):
-            sig = result.signatures[metric]
-            result.signatures[metric] = sig.model_copy(
-                update={"options": {**sig.options, "scoring": used}}
-            )
-    if fell_back:
-        log.warning(
-            "logprobs were asked for, but the judge's server sent none usable with these "
-            "verdicts, scored instead by the judge's stated integer (judgments marked "
-            "logprobs_missing): %s",
-            ", ".join(fell_back),
-        )
-    if short:
-        log.warning(
-            "n=%d choices were asked for, but the judge's server sent fewer with these replies "
-            "(judgments record choices_received): %s",
-            n,
-            ", ".join(short),
-        )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -23,7 +23,10 @@ from rag_judge.metrics.lexical import (
     corpus_bleu_from_rows,
     rouge_scores,
 )
+from rag_judge.metrics.rouge import FOLLOWS as ROUGE_SCORE_FOLLOWED
 from rag_judge.report.model import MetricKind, Signature
+
+_NREFS = re.compile(r"nrefs:\d+")  # sacrebleu's reference count in its signature
 
 __all__ = ["BleuEvaluator", "RougeEvaluator"]
 
@@ -31,7 +34,8 @@ BLEU_AGGREGATE = "corpus BLEU (per-sample: sentence BLEU)"
 
 
 class RougeEvaluator(Evaluator):
-    """ROUGE-1/2/L/Lsum precision, recall and F1 through rouge-score.
+    """ROUGE-1/2/L/Lsum precision, recall and F1, bit for bit rouge-score 0.1.2's (a port
+    that does not import nltk, ``metrics/rouge.py``).
 
     Metric names are ``{type}_{measure}``, e.g. ``rougeL_f1``. With several references a sample
     scores against the one with the best F, per type (rouge-score's ``score_multi``).
@@ -73,7 +77,7 @@ class RougeEvaluator(Evaluator):
         }
         if rouge_type == "rougeLsum":
             options["split"] = "newline"
-        options["rouge_score"] = importlib.metadata.version("rouge-score")
+        options["rouge_score"] = ROUGE_SCORE_FOLLOWED  # the port's numbers are this release's
         return Signature(name=rouge_type, options={**options, "version": __version__})
 
     def score(self, samples: Sequence[Sample]) -> Mapping[str, NDArray[np.float64]]:
@@ -124,6 +128,23 @@ class BleuEvaluator(Evaluator):
 
     def metric_names(self) -> list[str]:
         return ["bleu"]
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        """Per chunk as ``evaluate``; sacrebleu's signature counts each chunk's references, so
+        chunks with different counts make the run's signature say ``nrefs:var``, as one call
+        over every sample would."""
+        seen: list[Signature] = []
+        for chunk in chunks:
+            result = self.evaluate(chunk)
+            if any(v is not None for v in result.scores["bleu"]):
+                seen.append(result.signatures["bleu"])
+            emit(result)
+        if len({s.options["corpus"] for s in seen}) <= 1:
+            return None
+        options = {k: _NREFS.sub("nrefs:var", v) for k, v in seen[0].options.items()}
+        return EvaluatorResult.empty(0, {"bleu": Signature(name="bleu", options=options)})
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
         result = EvaluatorResult.empty(len(samples), {"bleu": Signature(name="bleu")})

@@ -1,8 +1,9 @@
-"""ROUGE and BLEU through their reference libraries (rouge-score, sacrebleu), as pure functions.
+"""ROUGE and BLEU as their reference libraries (rouge-score, sacrebleu) compute them.
 
-Every number comes from the library's own code: ROUGE from ``RougeScorer.score`` and BLEU from
-sacrebleu's sufficient statistics and ``BLEU.compute_bleu``. What this module adds is batching,
-a Unicode-aware ROUGE tokenizer, and BLEU statistics a report can bootstrap.
+ROUGE comes from :mod:`rag_judge.metrics.rouge`, a port of rouge-score's ``RougeScorer`` that
+gives its numbers bit for bit without importing nltk; BLEU from sacrebleu's own sufficient
+statistics and ``BLEU.compute_bleu``. What this module adds is batching, a Unicode-aware ROUGE
+tokenizer, and BLEU statistics a report can bootstrap.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
+from rag_judge.metrics import rouge
 
 __all__ = [
     "BLEU_ORDER",
@@ -45,7 +47,7 @@ SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 BLEU_ORDER = 4  # n-gram orders in a statistics row: [sys_len, ref_len, correct_1..4, total_1..4]
 BLEU_CHUNK = 5_000  # samples per sacrebleu call: bounds its reference cache
 
-# rouge-score and sacrebleu are core dependencies, imported when first used (import speed).
+# sacrebleu, and nltk for ROUGE's stemmer (via rouge-score), are imported when first used.
 _MISSING_HINT = "it is a dependency of rag-judge: reinstall it (pip install rag-judge)"
 
 
@@ -107,9 +109,11 @@ class UnicodeTokenizer:
         return [t for t in tokens if t]
 
 
-def _rouge_tokenizer(name: str, use_stemmer: bool) -> Any:
+def _rouge_tokenizer(name: str, use_stemmer: bool) -> rouge.Tokenizer:
     if name == "default":
-        return _require("rouge_score.tokenizers").DefaultTokenizer(use_stemmer)
+        if use_stemmer:
+            _require("nltk.stem.porter")  # our hint if nltk is missing
+        return rouge.DefaultTokenizer(use_stemmer)
     if name == "unicode":
         return UnicodeTokenizer(use_stemmer)
     raise ConfigError(
@@ -131,42 +135,25 @@ def rouge_scores(
     ties), exactly as ``RougeScorer.score_multi``. rougeLsum splits summaries on newlines, as
     rouge-score does. Every pair must have at least one reference.
     """
-    rouge_scorer = _require("rouge_score.rouge_scorer")
     bad = [t for t in rouge_types if t not in ROUGE_TYPES]
     if bad:
         raise ConfigError(f"unknown ROUGE type {bad[0]!r}; choose from: {', '.join(ROUGE_TYPES)}")
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} reference lists")
-    tok = _rouge_tokenizer(tokenizer, use_stemmer)
-    # Without a newline in either text, rougeLsum sees one sentence each, and summary-level LCS
-    # of one sentence pair is plain LCS (every LCS token is counted once): the rougeL numbers,
-    # bit for bit. Reusing them skips a second LCS table, about 40% of the time for all four.
-    lsum = "rougeLsum" in rouge_types
-    main_types = [t for t in rouge_types if t != "rougeLsum"]
-    if lsum and "rougeL" not in main_types:
-        main_types.append("rougeL")
-    main = rouge_scorer.RougeScorer(main_types, tokenizer=tok)
-    full = rouge_scorer.RougeScorer(list(rouge_types), tokenizer=tok) if lsum else main
+    # The port tokenizes each text once and, when neither text has a newline, reuses rougeL's
+    # numbers for rougeLsum (one sentence each: summary-level LCS is plain LCS).
+    scorer = rouge.RougeScorer(rouge_types, tokenizer=_rouge_tokenizer(tokenizer, use_stemmer))
 
     n = len(predictions)
     out = {f"{t}_{m}": np.zeros(n, dtype=np.float64) for t in rouge_types for m in ROUGE_MEASURES}
     for i, (pred, refs) in enumerate(zip(predictions, references, strict=True)):
         if not refs:
             raise ValueError(f"pair {i} has no reference")
-        per_ref = []
-        for ref in refs:
-            if lsum and "\n" not in ref and "\n" not in pred:
-                scores = main.score(ref, pred)
-                scores["rougeLsum"] = scores["rougeL"]
-            else:
-                scores = full.score(ref, pred)
-            per_ref.append(scores)
+        best = scorer.score_multi(refs, pred)  # per type, the first reference with the best F
         for rtype in rouge_types:
-            # max() keeps the first of equal F values, as np.argmax does in score_multi.
-            best = max(per_ref, key=lambda s: s[rtype].fmeasure)[rtype]
-            out[f"{rtype}_precision"][i] = best.precision
-            out[f"{rtype}_recall"][i] = best.recall
-            out[f"{rtype}_f1"][i] = best.fmeasure
+            out[f"{rtype}_precision"][i] = best[rtype].precision
+            out[f"{rtype}_recall"][i] = best[rtype].recall
+            out[f"{rtype}_f1"][i] = best[rtype].fmeasure
     return out
 
 

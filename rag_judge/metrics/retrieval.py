@@ -142,7 +142,7 @@ class _Kernel:
 
     def dcg(self, k: int | None, exponential: bool) -> Array:
         c = self.cut(k)
-        return self.gains(self.r.ranked[:, :c], exponential) @ self.discount[:c]
+        return _row_sums(self.gains(self.r.ranked[:, :c], exponential) * self.discount[:c])
 
     @cached_property
     def ideal_order(self) -> Array:
@@ -153,7 +153,17 @@ class _Kernel:
         ideal = self.ideal_order
         c = ideal.shape[1] if k is None else min(k, ideal.shape[1])
         disc = 1.0 / np.log2(np.arange(2, c + 2, dtype=np.float64))
-        return self.gains(ideal[:, :c], exponential) @ disc
+        return _row_sums(self.gains(ideal[:, :c], exponential) * disc)
+
+
+def _row_sums(x: Array) -> Array:
+    """Each row summed left to right, as trec_eval accumulates. A query's value must not depend
+    on its batch: a matrix product or numpy's pairwise sum groups a row's terms by the batch's
+    width (its longest ranking), so a streamed run's chunks would differ in the last bit."""
+    out = np.zeros(x.shape[0], dtype=np.float64)
+    for j in range(x.shape[1]):
+        out += x[:, j]
+    return out
 
 
 def _precision(kn: _Kernel, k: int | None) -> Array:
@@ -183,7 +193,7 @@ def _mrr(kn: _Kernel, k: int | None) -> Array:
 
 
 def _map(kn: _Kernel, k: int | None) -> Array:
-    return kn.per_relevant(kn.precision_at_rank[:, : kn.cut(k)].sum(axis=1))
+    return kn.per_relevant(_row_sums(kn.precision_at_rank[:, : kn.cut(k)]))
 
 
 def _r_precision(kn: _Kernel, k: int | None) -> Array:

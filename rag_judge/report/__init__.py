@@ -11,6 +11,7 @@ from typing import TextIO
 from rag_judge.report.html import write_html
 from rag_judge.report.markdown import render_markdown, summary_table
 from rag_judge.report.model import (
+    SAMPLES_FILE,
     Failure,
     FailureKind,
     Judgment,
@@ -18,6 +19,7 @@ from rag_judge.report.model import (
     MetricKind,
     MetricSummary,
     Report,
+    SampleFile,
     SampleResult,
     Signature,
 )
@@ -40,10 +42,14 @@ __all__ = [
 
 
 def write_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json, report.md and report.html into ``out_dir``; returns the paths."""
+    """Write report.json, report.md and report.html into ``out_dir`` (and samples.jsonl, when
+    the report's samples live in a file); returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "report.json", "md": out / "report.md"}
+    if isinstance(report.samples, SampleFile):
+        paths["samples"] = out / SAMPLES_FILE
+        report.samples.copy_to(paths["samples"])
     write_json(report, paths["json"])
     _atomic_write(paths["md"], render_markdown(report))
     paths["html"] = write_html(report, out / "report.html")
@@ -59,17 +65,22 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_json(report: Report, path: Path) -> None:
     """``report.to_json()`` and a newline into ``path``, byte for byte, written one sample at a
     time: the whole report is never one dict or one string (at 10,000 samples those were
-    most of a run's peak memory)."""
+    most of a run's peak memory). Samples kept in a file are not repeated: report.json names
+    the file beside it (``"samples_file": "samples.jsonl"``) where the list would be."""
     head = report.model_dump(mode="json", exclude={"samples"})
+    in_file = isinstance(report.samples, SampleFile)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.write("{")
         for i, key in enumerate(Report.model_fields):
-            f.write(("," if i else "") + f"\n  {json.dumps(key)}: ")
-            if key == "samples":
+            f.write(",\n  " if i else "\n  ")
+            if key == "samples" and in_file:
+                f.write(f'"samples_file": {json.dumps(SAMPLES_FILE)}')
+            elif key == "samples":
+                f.write('"samples": ')
                 _write_samples(f, report)
             else:
-                f.write(_dumps(head[key], 2))
+                f.write(f"{json.dumps(key)}: " + _dumps(head[key], 2))
         f.write("\n}\n")
     tmp.replace(path)
 

@@ -11,7 +11,6 @@ ranking and a truncation that the page only places.
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,13 +59,12 @@ class Columns:
     for the histograms and the selection of samples."""
 
     def __init__(self, report: Report) -> None:
-        self._samples = report.samples
+        self._index = report.index()
         self._cache: dict[str, npt.NDArray[np.float64]] = {}
 
     def column(self, metric: str) -> npt.NDArray[np.float64]:
         if metric not in self._cache:
-            values = [r.scores.get(metric) for r in self._samples]
-            self._cache[metric] = np.array(values, dtype=float)
+            self._cache[metric] = self._index.column(metric)
         return self._cache[metric]
 
     def values(self, metric: str) -> npt.NDArray[np.float64]:
@@ -159,7 +157,7 @@ def _pick(report: Report, metrics: Sequence[str], columns: Columns) -> _Picks:
     (the highest for a latency) and each judge rubric's most uncertain verdicts (the widest
     spread of sampled verdicts, else the least probable verdict), then a random draw seeded with
     :data:`SEED` from the others, enough to make :data:`INLINE_ROWS`."""
-    samples = report.samples
+    index = report.index()
     picks = _Picks()
     taken: set[int] = set()
 
@@ -176,12 +174,10 @@ def _pick(report: Report, metrics: Sequence[str], columns: Columns) -> _Picks:
                 count += 1
 
     failing: dict[str, list[tuple[int, str]]] = {}
-    for i, r in enumerate(samples):
-        if r.errors:
-            picks.failed += 1
-            for m, failure in r.errors.items():
-                if m not in report.summary or not is_twin(m, report):
-                    failing.setdefault(m, []).append((i, _failed(m, failure)))
+    picks.failed = len({i for i, _, _ in index.failures})
+    for i, m, failure in index.failures:
+        if m not in report.summary or not is_twin(m, report):
+            failing.setdefault(m, []).append((i, _failed(m, failure)))
     take("failed", failing.values(), _FAILED_ROWS)
 
     picks.lowest = _share(_WORST_ROWS, len(metrics))
@@ -189,9 +185,9 @@ def _pick(report: Report, metrics: Sequence[str], columns: Columns) -> _Picks:
 
     rubrics = report.judge_rubrics()
     picks.uncertain = _share(_UNCERTAIN_ROWS, len(rubrics))
-    take("uncertain", (_uncertain(samples, m, picks.uncertain) for m in rubrics), None)
+    take("uncertain", (_uncertain(report, m, picks.uncertain) for m in rubrics), None)
 
-    rest = [i for i in range(len(samples)) if i not in taken]
+    rest = [i for i in range(len(index)) if i not in taken]
     picks.rest = len(rest)
     draw = random.Random(SEED).sample(rest, max(min(len(rest), INLINE_ROWS - len(taken)), 0))
     picks.order += [(i, "random", "random") for i in draw]
@@ -225,26 +221,18 @@ def _lowest(report: Report, metric: str, columns: Columns, k: int) -> list[tuple
     return [(int(i), why) for i in order]
 
 
-def _uncertain(samples: Sequence[SampleResult], rubric: str, k: int) -> list[tuple[int, str]]:
+def _uncertain(report: Report, rubric: str, k: int) -> list[tuple[int, str]]:
     """The ``k`` verdicts of ``rubric`` with the widest spread of sampled verdicts, or (where
-    none was sampled) the lowest probability of the most probable verdict."""
-    found: list[tuple[float, int]] = []  # (minus the uncertainty, sample index)
-    for i, r in enumerate(samples):
-        j = r.judgments.get(rubric)
-        if j is None or j.score is None:
-            continue
-        if j.spread is not None:
-            if j.spread > 0:
-                found.append((-j.spread, i))
-        elif j.probs and max(j.probs.values()) < 1:
-            found.append((max(j.probs.values()) - 1, i))
+    none was sampled) the lowest probability of the most probable verdict; the earliest first
+    among ties."""
+    keys, spread = report.index().uncertainty(rubric)
+    found = np.flatnonzero(~np.isnan(keys))
+    order = found[np.lexsort((found, keys[found]))][:k]
     out = []
-    for key, i in heapq.nsmallest(k, found):  # the labels of the few taken, not of all
-        spread = samples[i].judgments[rubric].spread
-        what = (
-            f"top verdict p={short(key + 1, 2)}" if spread is None else f"spread {short(spread, 2)}"
-        )
-        out.append((i, f"uncertain {rubric} ({what})"))
+    for i in order:
+        key = float(keys[i])
+        what = f"spread {short(-key, 2)}" if spread[i] else f"top verdict p={short(key + 1, 2)}"
+        out.append((int(i), f"uncertain {rubric} ({what})"))
     return out
 
 

@@ -131,7 +131,7 @@ def render_html(report: Report) -> str:
     shown = [m for m in report.summary if not is_twin(m, report)]
     scales = {m: scale_of(m, report) for m in report.summary}
     dataset = report.config.get("dataset")
-    embedded = any(r.sample is not None for r in report.samples)
+    embedded = any(r.sample is not None for r in report.samples)  # stops at the first
     groups = column_groups(report, shown)
     metrics = [m for _, ms in groups for m in ms]
     columns = Columns(report)

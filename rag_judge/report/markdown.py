@@ -20,7 +20,8 @@ def render_markdown(report: Report) -> str:
         summary_table(report),
         "",
     ]
-    failed = [(s.id, m, f.text()) for s in report.samples for m, f in s.errors.items()]
+    index = report.index()
+    failed = [(index.ids[i], m, f.text()) for i, m, f in index.failures]
     if failed:
         lines += ["## Errors", "", f"{len(failed)} metric values could not be computed:", ""]
         lines += [f"- `{sid}` · {metric}: {msg}" for sid, metric, msg in failed[:_MAX_ERRORS]]

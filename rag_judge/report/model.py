@@ -1,33 +1,47 @@
 """The Report as pure data: what one run produced, with meaning in types, not in strings.
 
-``report.json`` is :class:`Report` dumped (a contract). Signatures, per-sample failures,
-judgments and metric kinds are models here; the Markdown and HTML renderers (``markdown.py``,
-``html.py``) import this module and turn them into text, never the reverse.
+``report.json`` is :class:`Report` dumped (a contract). Its parts (signatures, failures,
+judgments, metric kinds) are the types of ``types.py``, re-exported here; the samples are a list
+or, for a large run, a :class:`~rag_judge.report.samples.SampleFile` (``samples.jsonl`` beside
+report.json, which then names it as ``samples_file`` instead of holding a ``samples`` list).
+The Markdown and HTML renderers import this module and turn it into text, never the reverse.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
+    InstanceOf,
+    PrivateAttr,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
+    field_serializer,
     field_validator,
-    model_serializer,
 )
 
 from rag_judge._version import __version__
-from rag_judge.data.sample import Sample
 from rag_judge.errors import DataError
+from rag_judge.report.samples import SampleFile, SampleIndex, index_of
+from rag_judge.report.types import (
+    Failure,
+    FailureKind,
+    Judgment,
+    MetricInfo,
+    MetricKind,
+    MetricSummary,
+    SampleResult,
+    Signature,
+    Usage,
+)
 
 __all__ = [
+    "SAMPLES_FILE",
     "Failure",
     "FailureKind",
     "Judgment",
@@ -35,219 +49,36 @@ __all__ = [
     "MetricKind",
     "MetricSummary",
     "Report",
+    "SampleFile",
+    "SampleIndex",
     "SampleResult",
     "Signature",
     "Usage",
 ]
 
-
-class Usage(BaseModel):
-    """What model calls cost. ``requests`` counts distinct calls sent (so ``requests +
-    cache_hits`` is the number of requests given). ``retries`` counts the further HTTP requests
-    those calls took: the engine's retries after a failure, and a client's resend of a call in
-    another form (without ``response_format`` after a server refused it), so ``requests +
-    retries`` is the number of HTTP requests the server received. ``cache_hits`` counts results
-    served without a call (from the cache, or from an identical request earlier in the same
-    run). ``failures`` counts results that are errors. ``cost`` is None without prices."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-
-    def add(self, other: dict[str, float | None]) -> Usage:
-        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
-        data = self.model_dump()
-        for key, value in other.items():
-            if key not in data or value is None:
-                continue
-            data[key] = value if data[key] is None else data[key] + value
-        return Usage.model_validate(data)
-
-    def __add__(self, other: Usage) -> Usage:
-        return self.add(other.model_dump())
-
-
-class MetricKind(str, Enum):
-    """What family a metric belongs to; renderers and gates read this, not the metric's name."""
-
-    RETRIEVAL = "retrieval"
-    LEXICAL = "lexical"
-    EMBEDDING = "embedding"
-    JUDGE = "judge"
-    LATENCY = "latency"
-    CUSTOM = "custom"  # a user's evaluator that names no kind
-
-
-class MetricInfo(BaseModel):
-    """How to read a metric's numbers: its kind, its scale (``hi`` None: unbounded), and for a
-    judge's normalised twin the metric it restates on [0, 1]."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: MetricKind = MetricKind.CUSTOM
-    scale: tuple[float, float | None] = (0.0, 1.0)
-    normalises: str | None = None
-
-
-# A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
-_PART = re.compile(r"(?:[^|\[]|\[[^\]]*\])+")
-
-
-class Signature(BaseModel):
-    """sacrebleu-style signature: the metric's name and, in order, every option that changes
-    its number; ``run`` holds the run's settings for its interval (bootstrap, confidence, seed),
-    which describe the interval, not the metric. Rendered ``name|key:value|...`` at the edge."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    options: dict[str, str] = Field(default_factory=dict)
-    run: dict[str, str] = Field(default_factory=dict)
-
-    @classmethod
-    def of(cls, name: str, **options: object) -> Signature:
-        """A signature from keyword options (values rendered with ``str``; order kept)."""
-        return cls(name=name, options={k: str(v) for k, v in options.items()})
-
-    def with_run(self, **run: object) -> Signature:
-        return self.model_copy(update={"run": {k: str(v) for k, v in run.items()}})
-
-    def render(self) -> str:
-        parts = [self.name, *(f"{k}:{v}" for k, v in self.options.items())]
-        parts += [f"{k}:{v}" for k, v in self.run.items()]
-        return "|".join(parts)
-
-    def same_metric(self, other: Signature) -> bool:
-        """Whether both describe the same metric definition (run settings aside)."""
-        return self.name == other.name and self.options == other.options
-
-    @classmethod
-    def parse(cls, text: str) -> Signature:
-        """Read a rendered signature back (report.json written before signatures were models):
-        a trailing ``ci:...`` and the ``seed:...`` after it are the run part."""
-        parts = _PART.findall(text)
-        name = parts[0] if parts else ""
-        options: dict[str, str] = {}
-        run: dict[str, str] = {}
-        target = options
-        for part in parts[1:]:
-            key, _, value = part.partition(":")
-            if key == "ci":
-                target = run
-            target[key] = value
-        return cls(name=name, options=options, run=run)
-
-
-class FailureKind(str, Enum):
-    ERROR = "error"  # the computation or the judge call failed
-    UNSCORED = "unscored"  # the judge replied, but no 1-5 verdict could be read from it
-    MISSING_INPUT = "missing_input"  # the sample lacks a field the metric needs
-
-
-class Failure(BaseModel):
-    """Why a sample has no value for a metric."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: FailureKind = FailureKind.ERROR
-    message: str
-
-    def text(self) -> str:
-        """One line for a person: the message, prefixed ``unscored:`` for an unscored verdict."""
-        return f"unscored: {self.message}" if self.kind is FailureKind.UNSCORED else self.message
-
-
-class Judgment(BaseModel):
-    """One judge verdict for one sample and rubric. ``score`` is None when unscored or failed
-    (``reason`` says why); the optional fields appear only where the scoring mode fills them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: float | None
-    reason: str = ""
-    raw: str = ""  # the judge's last reply, verbatim
-    attempts: int = 1  # requests made for this verdict (1 + re-asks)
-    cached: bool = False
-    probs: dict[str, float] | None = None  # distribution over "1".."5" (logprobs or local)
-    verdict: int | None = None  # the stated score, where ``score`` is probability-weighted
-    scores: list[float] | None = None  # the n sampled verdicts (n > 1)
-    spread: float | None = None  # their population standard deviation
-    unscored_choices: int | None = None  # sampled choices that could not be read
-    # What the server did, where it differs from what was asked (absent otherwise):
-    logprobs_missing: bool | None = None  # logprobs asked, none usable: ``score`` is the verdict
-    choices_received: int | None = None  # fewer choices than the ``n`` asked for came back
-    finish_reason: str | None = None  # why the reply stopped, when not "stop" (e.g. "length")
-    structured_output: bool | None = None  # the request carried a response_format (False: the
-    # server refused it and the request was resent without; absent: not asked or not said)
-    schema_valid: bool | None = None  # the reply, as a whole, is JSON the verdict schema accepts
-    label_mass: float | None = None  # local client: probability mass the model put on "1".."5"
-    rank: int | None = None  # per-context judgments: the context's 1-based rank ...
-    id: str | None = None  # ... and its id
-    contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Absent extras are left out of report.json; score and reason are always there.
-        data: dict[str, Any] = handler(self)
-        keep = {"score", "reason"}
-        return {k: v for k, v in data.items() if v is not None or k in keep}
-
-
-class MetricSummary(BaseModel):
-    """Aggregate of one metric. ``n`` counts scored samples; ``errors`` those that failed,
-    ``unscored`` of them judge replies that could not be read as a verdict."""
-
-    mean: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
-    errors: int = 0
-    unscored: int = 0
-    aggregate: str = "mean"
-    kind: MetricKind = MetricKind.CUSTOM
-    scale: tuple[float, float | None] = (0.0, 1.0)
-    normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
-
-
-class SampleResult(BaseModel):
-    """One sample's scores, failures and judgments, and the sample as it was evaluated (with a
-    target, the target's answer and contexts, not the dataset's)."""
-
-    id: str
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    errors: dict[str, Failure] = Field(default_factory=dict)
-    judgments: dict[str, Judgment] = Field(default_factory=dict)
-    sample: Sample | None = None
-
-    @field_validator("errors", mode="before")
-    @classmethod
-    def _legacy_errors(cls, value: Any) -> Any:
-        # report.json written before failures were typed holds plain strings.
-        if isinstance(value, dict):
-            return {m: _legacy_failure(e) if isinstance(e, str) else e for m, e in value.items()}
-        return value
-
-
-def _legacy_failure(text: str) -> Failure:
-    if text.startswith("unscored: "):
-        return Failure(kind=FailureKind.UNSCORED, message=text.removeprefix("unscored: "))
-    return Failure(message=text)
+SAMPLES_FILE = "samples.jsonl"  # beside report.json, when the samples are not inline
 
 
 class Report(BaseModel):
     """Everything one run produced. ``report.json`` is this model, dumped (a contract)."""
 
     summary: dict[str, MetricSummary]
-    samples: list[SampleResult]
+    # A list, or (a large run, a report.json with ``samples_file``) the rows of a file.
+    samples: InstanceOf[SampleFile] | list[SampleResult]
     signatures: dict[str, Signature]
     usage: Usage = Field(default_factory=Usage)
     config: dict[str, Any] = Field(default_factory=dict)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
     rag_judge_version: str = __version__
+    _index: tuple[int, int, SampleIndex] | None = PrivateAttr(default=None)
+
+    @field_serializer("samples", mode="wrap")
+    def _samples(
+        self, value: Any, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        if isinstance(value, SampleFile):  # every row, read from the file
+            return [r.model_dump(mode=info.mode) for r in value]
+        return handler(value)
 
     @field_validator("signatures", mode="before")
     @classmethod
@@ -263,18 +94,33 @@ class Report(BaseModel):
         if path.is_dir():
             path = path / "report.json"
         try:
-            return cls.model_validate_json(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{path}: file not found") from None
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and "samples_file" in data and "samples" not in data:
+                data["samples"] = SampleFile(path.parent / str(data.pop("samples_file")))
+            return cls.model_validate(data)
+        except FileNotFoundError as exc:
+            raise DataError(f"{exc.filename or path}: file not found") from None
         except ValueError as exc:
             raise DataError(f"{path}: not a rag-judge report.json ({exc})") from None
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
+    def index(self) -> SampleIndex:
+        """Ids, score columns, failures and verdict uncertainty of every sample, built once
+        (a list that changes length is indexed again)."""
+        key = (id(self.samples), len(self.samples))
+        if self._index is None or self._index[:2] != key:
+            self._index = (*key, index_of(self.samples))
+        return self._index[2]
+
+    def ids(self) -> list[str]:
+        return self.index().ids
+
     def column(self, metric: str) -> dict[str, float | None]:
         """Sample id -> value of ``metric`` (None where it failed or is absent)."""
-        return {s.id: s.scores.get(metric) for s in self.samples}
+        index = self.index()
+        return {sid: index.value(metric, i) for i, sid in enumerate(index.ids)}
 
     def judge_rubrics(self) -> list[str]:
         """The judge metrics on their own 1-5 scale (not their normalised twins)."""

@@ -1,0 +1,121 @@
+"""Samples a chunk at a time: what a run reads its dataset through, once per evaluator, so a
+million samples are never all in memory.
+
+- :class:`InMemory`: samples the caller already holds (``Pipeline.run(samples)``, CSV and
+  Parquet files, which their readers load whole);
+- :class:`JsonlSource`: a JSON Lines dataset, parsed as it is read; the first pass checks what
+  loading it whole checks (errors name ``file:line``; ids unique; not empty);
+- :class:`SampleRows`: samples a run wrote for itself (a target's answers), read back.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rag_judge.data.jsonl import _to_sample, json_lines, read_lines
+from rag_judge.data.readers import _jsonl_layout, load_dataset
+from rag_judge.data.rows import RowFile
+from rag_judge.data.sample import Sample
+from rag_judge.errors import DataError
+
+__all__ = ["InMemory", "JsonlSource", "SampleRows", "SampleSource", "open_source"]
+
+
+class SampleSource(abc.ABC):
+    """Samples in a fixed order, read in chunks as often as asked."""
+
+    @abc.abstractmethod
+    def chunks(self, size: int) -> Iterator[list[Sample]]:
+        """The samples, ``size`` at a time (the last chunk may be shorter)."""
+
+    def __iter__(self) -> Iterator[Sample]:
+        for chunk in self.chunks(1000):
+            yield from chunk
+
+
+class InMemory(SampleSource):
+    def __init__(self, samples: Sequence[Sample]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def chunks(self, size: int) -> Iterator[list[Sample]]:
+        for start in range(0, len(self.samples), size):
+            yield list(self.samples[start : start + size])
+
+
+class JsonlSource(SampleSource):
+    """A rag-judge JSON Lines dataset. Each line is parsed as the pass reaches it; a bad line
+    is a DataError naming ``file:line`` and the field, as when the file is loaded whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._checked = False
+
+    def chunks(self, size: int) -> Iterator[list[Sample]]:
+        seen: set[str] | None = None if self._checked else set()
+        chunk: list[Sample] = []
+        for lineno, obj in json_lines(read_lines(self.path)):
+            try:
+                sample = _to_sample(obj)
+            except DataError as exc:
+                raise DataError(f"{self.path}:{lineno}: {exc}") from None
+            if seen is not None:
+                if sample.id in seen:
+                    raise DataError(f"{self.path}:{lineno}: {self._repeated(sample.id, lineno)}")
+                seen.add(sample.id)
+            chunk.append(sample)
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+        elif seen is not None and not seen:
+            raise DataError(f"{self.path}: contains no samples")
+        self._checked = True
+
+    def _repeated(self, sid: str, lineno: int) -> str:
+        # Only ids are kept while checking; the first line of a repeated id is found again.
+        for first, obj in json_lines(read_lines(self.path)):
+            if isinstance(obj, dict) and str(obj.get("id")) == sid and first != lineno:
+                return f"field 'id': sample id {sid!r} already used on line {first}"
+        return f"field 'id': sample id {sid!r} already used"  # pragma: no cover
+
+
+class SampleRows(SampleSource):
+    """Samples a run wrote one per line (``Sample.model_dump_json``), read back."""
+
+    def __init__(self, rows: RowFile[Sample]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def chunks(self, size: int) -> Iterator[list[Sample]]:
+        it = iter(self.rows)
+        while chunk := list(itertools.islice(it, size)):
+            yield chunk
+
+
+def parse_sample(line: bytes) -> Sample:
+    try:
+        return Sample.model_validate_json(line)
+    except ValidationError as exc:  # pragma: no cover - the run wrote these rows itself
+        raise DataError(f"a sample the run wrote cannot be read back: {exc}") from None
+
+
+def open_source(
+    path: Path, *, format: str | None = None, layout: str | None = None
+) -> SampleSource:
+    """A JSON Lines dataset in the rag-judge layout streams; any other is loaded whole."""
+    suffix = path.suffix.lower()
+    is_jsonl = format == "jsonl" or (format is None and suffix in (".jsonl", ".ndjson"))
+    if is_jsonl and path.exists() and (layout or _jsonl_layout(path)) == "rag-judge":
+        return JsonlSource(path)
+    return InMemory(load_dataset(path, format=format, layout=layout).samples)

@@ -1,0 +1,333 @@
+"""Pipeline: run the configured evaluators over a dataset and gather one Report."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, overload
+
+import numpy as np
+
+from rag_judge import _progress as progress_
+from rag_judge._version import __version__
+from rag_judge.config import ExperimentConfig, load_config
+from rag_judge.data.readers import load_dataset
+from rag_judge.data.rows import RowFile, RowWriter
+from rag_judge.data.sample import Dataset, Sample
+from rag_judge.data.stream import InMemory, SampleRows, SampleSource, open_source, parse_sample
+from rag_judge.data.target import resolve_target, run_target_sync
+from rag_judge.errors import ConfigError, format_loc
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.pipeline import _ray
+from rag_judge.pipeline.collect import Collected, Step
+from rag_judge.pipeline.running import stream
+from rag_judge.report import write_report
+from rag_judge.report.model import (
+    SAMPLES_FILE,
+    Failure,
+    FailureKind,
+    MetricInfo,
+    MetricKind,
+    MetricSummary,
+    Report,
+    SampleFile,
+    SampleResult,
+    Signature,
+    Usage,
+)
+from rag_judge.stats import bootstrap_ci
+
+__all__ = ["Pipeline", "RunResult", "summarize"]
+
+log = logging.getLogger("rag_judge")
+
+LATENCY = MetricInfo(kind=MetricKind.LATENCY, scale=(0.0, None))
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced: the report, and each sample as it was evaluated (with a target,
+    the target's answers and contexts). ``report.samples[i].sample`` is ``samples[i]``."""
+
+    report: Report
+    samples: Sequence[Sample]  # a list; read from the report's file when its samples are in one
+    # Each step of the run and the metrics it produced: "target" -> ["latency_s"] when there
+    # is a target, then "evaluators[i] (type)" -> that evaluator's metric_names().
+    steps: dict[str, list[str]] = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """report.json, report.md and report.html into ``out_dir``; returns the paths."""
+        return write_report(self.report, out_dir)
+
+    def failure_counts(self) -> dict[str, tuple[int, int]]:
+        """(failed values, all values) of each step, over its metrics in the summary; a
+        failure of any kind counts (error, unscored verdict, missing input). A judge rubric's
+        normalised twin repeats its verdicts, so it is not counted again."""
+        out = {}
+        for step, metrics in self.steps.items():
+            found = [self.report.summary[m] for m in metrics if m in self.report.summary]
+            own = [s for s in found if s.normalises is None]
+            out[step] = (sum(s.errors for s in own), sum(s.n + s.errors for s in own))
+        return out
+
+
+class Pipeline:
+    """Runs evaluators over samples. Build it from a config, a YAML file, or a list of evaluators.
+
+    >>> from rag_judge import Pipeline, RetrievalEvaluator
+    >>> pipe = Pipeline([RetrievalEvaluator(metrics=["ndcg@10", "mrr"])])
+    """
+
+    def __init__(self, config: ExperimentConfig | Sequence[Evaluator]) -> None:
+        if not isinstance(config, ExperimentConfig):
+            config = ExperimentConfig(evaluators=list(config))
+        self.config = config
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Pipeline:
+        return cls(load_config(path))
+
+    @property
+    def evaluators(self) -> list[Evaluator]:
+        return list(self.config.evaluators)
+
+    def load_dataset(self) -> Dataset:
+        if self.config.dataset is None:
+            raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
+        return load_dataset(
+            self.config.dataset,
+            format=self.config.dataset_format,
+            layout=self.config.dataset_layout,
+        )
+
+    def prepare(self) -> None:
+        """Load what every evaluator needs (models, rubric files, baselines) once; a problem
+        is a ConfigError naming the evaluator, raised before any sample is scored. Where the
+        evaluator names the option at fault (a missing API key: ``client.api_key_env``), the
+        message starts with its config path, ``evaluators[3].client.api_key_env: ...``, and the
+        error's ``loc`` is that path (for a caller that knows the YAML file's lines)."""
+        for i, evaluator in enumerate(self.config.evaluators):
+            try:
+                evaluator.prepare()
+            except ConfigError as exc:
+                if exc.loc:
+                    loc = ("evaluators", i, *exc.loc)
+                    message = str(exc).removeprefix(f"{format_loc(exc.loc)}: ")
+                    raise ConfigError(f"{format_loc(loc)}: {message}", loc=loc) from None
+                raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
+
+    def run(
+        self,
+        dataset: Dataset | Sequence[Sample] | None = None,
+        *,
+        progress: progress_.Mode | Literal["bar", "lines", "off"] | None = None,
+    ) -> RunResult:
+        """Evaluate every sample with every evaluator. Per-sample failures are recorded in the
+        report, never raised; an evaluator that crashes outright fails only its own metrics.
+
+        Each evaluator goes through the samples ``chunk_size`` at a time (a JSON Lines dataset
+        is read as it goes, once per evaluator); only score columns stay in memory, and past
+        ``inline_samples`` samples the report's samples live in a file (``samples.jsonl``).
+
+        ``progress``: ``"bar"`` (a live line on stderr, rewritten in place), ``"lines"`` (one
+        line per finished step) or ``"off"``; None (the default) uses the active display,
+        which is off unless a caller (the CLI) turned one on."""
+        if progress is not None:
+            with progress_.showing(progress_.Display(progress_.Mode(progress))):
+                return self.run(dataset)
+        cfg = self.config
+        progress_.current().start_run(cfg.name)
+        self.prepare()
+        source = self._source(dataset)
+        folder = Path(tempfile.mkdtemp(prefix="rag-judge-run-"))
+        collected = Collected(folder)
+        steps: dict[str, list[str]] = {}
+        try:
+            if cfg.target is not None:
+                with progress_.step("target"):
+                    source = self._call_target(source, collected.step({"latency_s": LATENCY}))
+                steps["target"] = ["latency_s"]
+            evaluators = cfg.evaluators
+            # With executor: ray, every shard of every shardable evaluator is submitted now and
+            # gathered in its step; the others run here, in order, meanwhile.
+            pending = _ray.submit(cfg, source) if cfg.executor == "ray" else {}
+            for i, evaluator in enumerate(evaluators):
+                name = f"evaluators[{i}] ({evaluator.type})"
+                info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
+                step = collected.step(info)
+                with progress_.step(name):
+                    if i in pending:
+                        step.add(EvaluatorResult.concat(pending[i]()))
+                    else:
+                        stream(evaluator, source.chunks(cfg.chunk_size), step)
+                steps[name] = list(info)
+            report = self._report(collected, source)
+        finally:
+            for s in collected.steps:
+                s.spool.close()
+                s.spool.path.unlink(missing_ok=True)
+            _remove_if_empty(folder)
+        return RunResult(report, _evaluated(report.samples), steps)
+
+    def _source(self, dataset: Dataset | Sequence[Sample] | None) -> SampleSource:
+        if dataset is not None:
+            return InMemory(dataset.samples if isinstance(dataset, Dataset) else dataset)
+        cfg = self.config
+        if cfg.dataset is None:
+            raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
+        source = open_source(cfg.dataset, format=cfg.dataset_format, layout=cfg.dataset_layout)
+        if cfg.executor == "ray" and not isinstance(source, InMemory):
+            source = InMemory([s for chunk in source.chunks(cfg.chunk_size) for s in chunk])
+        return source
+
+    def _report(self, collected: Collected, source: SampleSource) -> Report:
+        cfg = self.config
+        boot = cfg.bootstrap
+        run = {"ci": f"bootstrap-{boot.resamples}@{boot.confidence:g}", "seed": cfg.seed}
+        signatures: dict[str, Signature] = {}
+        summary: dict[str, MetricSummary] = {}
+        usage = Usage()
+        for step in collected.steps:
+            usage += step.usage
+            for metric in step.metrics:
+                signatures[metric] = step.signatures[metric].with_run(**run)
+                summary[metric] = summarize(
+                    step.values(metric),
+                    resamples=boot.resamples,
+                    confidence=boot.confidence,
+                    seed=cfg.seed,
+                    corpus=step.corpus(metric),
+                    unscored=step.unscored.get(metric, 0),
+                    info=step.info.get(metric),
+                )
+        n = collected.steps[0].n if collected.steps else 0
+        results = collected.results(source, cfg.chunk_size)
+        samples: SampleFile | list[SampleResult]
+        if n > cfg.inline_samples:
+            samples = collected.to_file(results, collected.folder / SAMPLES_FILE)
+        else:
+            samples = list(results)
+        return Report(
+            summary=summary,
+            samples=samples,
+            signatures=signatures,
+            usage=usage,
+            config=cfg.model_dump(mode="json"),
+        )
+
+    def _call_target(self, source: SampleSource, step: Step) -> SampleSource:
+        """Answer every question with the configured target, a chunk at a time; its latency is
+        the metric ``latency_s`` and a failed call is recorded under ``errors["target"]``. The
+        samples as answered are kept in a file of the run's and read back by each evaluator."""
+        cfg = self.config
+        if cfg.target is None:  # pragma: no cover - the caller checks
+            raise ConfigError("no target configured")
+        target = resolve_target(cfg.target)  # a bad spec fails here, before any call
+        signature = Signature.of(
+            "latency_s",
+            target=cfg.target,
+            concurrency=cfg.target_concurrency,
+            timeout=f"{cfg.target_timeout:g}" if cfg.target_timeout else "none",
+            unit="s",
+            version=__version__,
+        )
+        answered = RowWriter(step.spool.path.with_name("answered.jsonl"))
+        for chunk in source.chunks(cfg.chunk_size):
+            called = run_target_sync(
+                target, chunk, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout
+            )
+            for sample in called.samples:
+                answered.write(sample.model_dump_json().encode())
+            step.add(
+                EvaluatorResult(
+                    scores={"latency_s": list(called.latency)},
+                    errors=[{"target": Failure(message=e)} if e else {} for e in called.errors],
+                    signatures={"latency_s": signature},
+                )
+            )
+        if not step.metrics:  # no samples: the column is there, empty
+            step.add(EvaluatorResult.empty(0, {"latency_s": signature}))
+        offsets = answered.close()
+        return SampleRows(RowFile(answered.path, parse_sample, offsets, owned=True))
+
+
+class _Evaluated(Sequence[Sample]):
+    """The samples as evaluated, read from a report whose samples live in a file."""
+
+    def __init__(self, results: Sequence[SampleResult]) -> None:
+        self._results = results
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return [_sample_of(r) for r in self._results[index]]
+        return _sample_of(self._results[index])
+
+
+def _sample_of(result: SampleResult) -> Sample:
+    if result.sample is None:  # pragma: no cover - a run's results always hold their sample
+        raise ValueError(f"sample {result.id!r}: the report does not hold the sample")
+    return result.sample
+
+
+def _evaluated(samples: Sequence[SampleResult]) -> Sequence[Sample]:
+    if isinstance(samples, list):
+        return [_sample_of(r) for r in samples]
+    return _Evaluated(samples)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # it holds the report's samples.jsonl: goes with it
+        folder.rmdir()
+
+
+def summarize(
+    values: list[float | None],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    corpus: CorpusStatistic | None = None,
+    failures: Sequence[Failure | None] = (),
+    unscored: int | None = None,
+    info: MetricInfo | None = None,
+) -> MetricSummary:
+    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
+    ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
+    (or ``unscored`` says how many there were)."""
+    info = info or MetricInfo()
+    described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
+    scored = [i for i, v in enumerate(values) if v is not None]
+    errors = len(values) - len(scored)
+    if unscored is None:
+        unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
+    if not scored:
+        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored, **described)
+    ci: tuple[float, float] | tuple[None, None]
+    if corpus is not None:
+        rows = corpus.rows[scored]
+        point = corpus.score(rows)
+        ci = bootstrap_ci(
+            rows, resamples=resamples, confidence=confidence, seed=seed, statistic=corpus.score
+        )
+        aggregate = corpus.description
+    else:
+        arr = np.array([values[i] for i in scored], dtype=np.float64)
+        point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
+        ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
+        aggregate = "mean"
+    return MetricSummary(
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors,
+        unscored=unscored, aggregate=aggregate, **described,
+    )  # fmt: skip

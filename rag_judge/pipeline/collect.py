@@ -1,0 +1,152 @@
+"""What a run keeps while its evaluators stream over the samples: per step (the target, each
+evaluator) the score columns as arrays, corpus statistics as rows, usage, and per sample the
+failures and judgments in a spool file on disk; at the end, one pass joins them with the samples
+into each sample's result (a list, or ``samples.jsonl`` past ``inline_samples``).
+
+Memory is the columns (8 bytes per sample and metric, plus a presence byte) and one chunk of
+samples, whatever the number of samples.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.data.rows import RowWriter
+from rag_judge.data.stream import SampleSource
+from rag_judge.evaluators.base import CorpusStatistic, EvaluatorResult
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    Judgment,
+    MetricInfo,
+    SampleFile,
+    SampleIndex,
+    SampleResult,
+    Signature,
+    Usage,
+)
+
+__all__ = ["Collected", "Step"]
+
+
+@dataclass
+class Step:
+    """One step's output over every sample so far."""
+
+    info: dict[str, MetricInfo]
+    spool: RowWriter
+    metrics: list[str] = field(default_factory=list)  # in the order the step's results list them
+    signatures: dict[str, Signature] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    unscored: dict[str, int] = field(default_factory=dict)
+    n: int = 0
+    _values: dict[str, array[float]] = field(default_factory=dict)
+    _present: dict[str, bytearray] = field(default_factory=dict)
+    _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
+    _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
+
+    def add(self, result: EvaluatorResult) -> None:
+        """One chunk's result (or one over no samples: usage and final signatures)."""
+        size = len(result.errors)
+        for metric, values in result.scores.items():
+            if metric not in self._values:
+                self.metrics.append(metric)
+                self._values[metric] = array("d", [0.0] * self.n)
+                self._present[metric] = bytearray(self.n)
+            self._values[metric].extend(0.0 if v is None else v for v in values)
+            self._present[metric].extend(v is not None for v in values)
+        for metric, stat in result.corpus.items():
+            self._corpus.setdefault(metric, stat)
+            self._rows.setdefault(metric, []).append(stat.rows)
+        self.signatures.update(result.signatures)
+        self.usage += result.usage
+        judged = result.judgments or [{}] * size
+        for errors, judgments in zip(result.errors, judged, strict=True):
+            for metric, failure in errors.items():
+                if failure.kind is FailureKind.UNSCORED:
+                    self.unscored[metric] = self.unscored.get(metric, 0) + 1
+            self.spool.write(_detail_line(errors, judgments))
+        self.n += size
+
+    def values(self, metric: str) -> list[float | None]:
+        """The column as the summary takes it (None where the metric has no value)."""
+        values, present = self._values[metric], self._present[metric]
+        return [v if p else None for v, p in zip(values, present, strict=True)]
+
+    def corpus(self, metric: str) -> CorpusStatistic | None:
+        stat = self._corpus.get(metric)
+        if stat is None:
+            return None
+        return replace(stat, rows=np.concatenate(self._rows[metric]))
+
+
+def _detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> bytes:
+    if not errors and not judgments:
+        return b""
+    data = {
+        "errors": {m: f.model_dump(mode="json") for m, f in errors.items()},
+        "judgments": {m: j.model_dump(mode="json") for m, j in judgments.items()},
+    }
+    return json.dumps(data, ensure_ascii=False).encode()
+
+
+@dataclass
+class Collected:
+    """Every step of a run, and the join that makes each sample's result."""
+
+    folder: Path
+    steps: list[Step] = field(default_factory=list)
+
+    def step(self, info: dict[str, MetricInfo]) -> Step:
+        s = Step(info, RowWriter(self.folder / f"step{len(self.steps)}.jsonl"))
+        self.steps.append(s)
+        return s
+
+    def results(self, source: SampleSource, chunk: int) -> Iterator[SampleResult]:
+        """Each sample's result, in order, as the report holds it: scores by step and metric,
+        then failures and judgments (a later step's entry for a key replacing an earlier)."""
+        spools = []
+        for s in self.steps:
+            s.spool.close()
+            spools.append(s.spool.path.open("rb"))
+        try:
+            i = 0
+            for samples in source.chunks(chunk):
+                for sample in samples:
+                    scores: dict[str, float | None] = {}
+                    errors: dict[str, Failure] = {}
+                    judgments: dict[str, Judgment] = {}
+                    for s, fh in zip(self.steps, spools, strict=True):
+                        for metric in s.metrics:
+                            scores[metric] = s._values[metric][i] if s._present[metric][i] else None
+                        line = fh.readline()
+                        if line != b"\n":
+                            detail = json.loads(line)
+                            for m, f in detail["errors"].items():
+                                errors[m] = Failure.model_validate(f)
+                            for m, j in detail["judgments"].items():
+                                judgments[m] = Judgment.model_validate(j)
+                    yield SampleResult(
+                        id=sample.id, scores=scores, errors=errors, judgments=judgments,
+                        sample=sample,
+                    )  # fmt: skip
+                    i += 1
+        finally:
+            for fh in spools:
+                fh.close()
+
+    def to_file(self, results: Iterator[SampleResult], path: Path) -> SampleFile:
+        """The results written one per line to ``path``, indexed as they go."""
+        index = SampleIndex()
+        writer = RowWriter(path)
+        for r in results:
+            index.add(r)
+            writer.write(r.model_dump_json().encode())
+        return SampleFile(path, writer.close(), index=index, owned=True)

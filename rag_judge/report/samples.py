@@ -1,0 +1,146 @@
+"""Every sample's result, in memory or in ``samples.jsonl`` beside report.json, and the index
+the report's readers use instead of walking every sample: the ids, each metric's values as an
+array, the failures, and each judge rubric's uncertain verdicts.
+
+A run past ``inline_samples`` keeps its samples in a file (:class:`SampleFile`), so a million
+samples cost their score columns in memory, not their texts; the index then comes from the run
+(built as the file is written) or from one pass over the file when a report is loaded.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.data.rows import RowFile
+from rag_judge.report.types import Failure, SampleResult
+
+__all__ = ["SampleFile", "SampleIndex", "parse_result"]
+
+
+class SampleIndex:
+    """Per sample, in order: id, each metric's value (NaN and not ``present`` where it has
+    none), its failures; per judge rubric, how uncertain each verdict is."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.failures: list[tuple[int, str, Failure]] = []  # (sample index, metric, failure)
+        self._values: dict[str, array[float]] = {}
+        self._present: dict[str, bytearray] = {}
+        # rubric -> (uncertainty key: minus the spread, or top probability - 1; NaN: certain or
+        # no verdict) and whether the key is a spread
+        self._uncertainty: dict[str, tuple[array[float], bytearray]] = {}
+
+    @classmethod
+    def build(cls, results: Iterable[SampleResult]) -> SampleIndex:
+        index = cls()
+        for r in results:
+            index.add(r)
+        return index
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, r: SampleResult) -> None:
+        i = len(self.ids)
+        self.ids.append(r.id)
+        for metric, value in r.scores.items():
+            values, present = self._column(metric, i)
+            values.append(np.nan if value is None else value)
+            present.append(value is not None)
+        for values, present in self._values_items():
+            if len(values) == i:  # not scored for this sample
+                values.append(np.nan)
+                present.append(False)
+        for metric, failure in r.errors.items():
+            self.failures.append((i, metric, failure))
+        for rubric, j in r.judgments.items():
+            keys, spread = self._uncertainty.setdefault(rubric, (array("d"), bytearray()))
+            keys.extend([np.nan] * (i - len(keys)))
+            spread.extend(bytes(i - len(spread)))
+            key, is_spread = np.nan, False
+            if j.score is not None and j.spread is not None:
+                key, is_spread = (-j.spread if j.spread > 0 else np.nan), True
+            elif j.score is not None and j.probs and max(j.probs.values()) < 1:
+                key = max(j.probs.values()) - 1
+            keys.append(key)
+            spread.append(is_spread)
+
+    def _column(self, metric: str, i: int) -> tuple[array[float], bytearray]:
+        if metric not in self._values:
+            self._values[metric] = array("d", [np.nan] * i)
+            self._present[metric] = bytearray(i)
+        return self._values[metric], self._present[metric]
+
+    def _values_items(self) -> Iterable[tuple[array[float], bytearray]]:
+        return ((v, self._present[m]) for m, v in self._values.items())
+
+    def metrics(self) -> list[str]:
+        return list(self._values)
+
+    def column(self, metric: str) -> NDArray[np.float64]:
+        """``metric`` over every sample, NaN where it has no value."""
+        values = self._values.get(metric)
+        if values is None:
+            return np.full(len(self.ids), np.nan)
+        out = np.frombuffer(values, dtype=np.float64)
+        return np.concatenate([out, np.full(len(self.ids) - len(out), np.nan)])
+
+    def present(self, metric: str) -> NDArray[np.bool_]:
+        """Where ``metric`` has a value (a value may itself be NaN)."""
+        flags = self._present.get(metric, bytearray())
+        out = np.frombuffer(bytes(flags), dtype=np.bool_)
+        return np.concatenate([out, np.zeros(len(self.ids) - len(out), dtype=np.bool_)])
+
+    def value(self, metric: str, i: int) -> float | None:
+        flags = self._present.get(metric)
+        if flags is None or i >= len(flags) or not flags[i]:
+            return None
+        return self._values[metric][i]
+
+    def uncertainty(self, rubric: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Per sample, how uncertain its verdict on ``rubric`` is (lower: more; NaN: certain,
+        or no verdict) and whether that is the spread of sampled verdicts (else the
+        probability of the top verdict, minus 1)."""
+        keys, spread = self._uncertainty.get(rubric, (array("d"), bytearray()))
+        pad = len(self.ids) - len(keys)
+        return (
+            np.concatenate([np.frombuffer(keys, dtype=np.float64), np.full(pad, np.nan)]),
+            np.concatenate([np.frombuffer(bytes(spread), dtype=np.bool_), np.zeros(pad, bool)]),
+        )
+
+
+def parse_result(line: bytes) -> SampleResult:
+    return SampleResult.model_validate_json(line)
+
+
+class SampleFile(RowFile[SampleResult]):
+    """The samples of a report, one JSON object per line (a :class:`SampleResult`), with the
+    index built by the run that wrote them or, when first asked for, by one pass over them."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        offsets: NDArray[np.int64] | None = None,
+        *,
+        index: SampleIndex | None = None,
+        owned: bool = False,
+    ) -> None:
+        super().__init__(path, parse_result, offsets, owned=owned)
+        self._index = index
+
+    def indexed(self) -> SampleIndex:
+        if self._index is None:
+            self._index = SampleIndex.build(self)
+        return self._index
+
+
+def index_of(samples: Sequence[SampleResult]) -> SampleIndex:
+    """The index of ``samples``: the file's own, or built from a list."""
+    if isinstance(samples, SampleFile):
+        return samples.indexed()
+    return SampleIndex.build(samples)

@@ -1,0 +1,229 @@
+"""The report's parts as types: usage, metric kinds and summaries, signatures, failures,
+judgments and one sample's result. Meaning lives here, not in strings; the renderers turn these
+into text at the edge. :mod:`rag_judge.report.model` assembles them into the Report."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+from rag_judge.data.sample import Sample
+
+__all__ = [
+    "Failure",
+    "FailureKind",
+    "Judgment",
+    "MetricInfo",
+    "MetricKind",
+    "MetricSummary",
+    "SampleResult",
+    "Signature",
+    "Usage",
+]
+
+
+class Usage(BaseModel):
+    """What model calls cost. ``requests`` counts distinct calls sent (so ``requests +
+    cache_hits`` is the number of requests given). ``retries`` counts the further HTTP requests
+    those calls took: the engine's retries after a failure, and a client's resend of a call in
+    another form (without ``response_format`` after a server refused it), so ``requests +
+    retries`` is the number of HTTP requests the server received. ``cache_hits`` counts results
+    served without a call (from the cache, or from an identical request earlier in the same
+    run). ``failures`` counts results that are errors. ``cost`` is None without prices."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, other: dict[str, float | None]) -> Usage:
+        """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
+        data = self.model_dump()
+        for key, value in other.items():
+            if key not in data or value is None:
+                continue
+            data[key] = value if data[key] is None else data[key] + value
+        return Usage.model_validate(data)
+
+    def __add__(self, other: Usage) -> Usage:
+        return self.add(other.model_dump())
+
+
+class MetricKind(str, Enum):
+    """What family a metric belongs to; renderers and gates read this, not the metric's name."""
+
+    RETRIEVAL = "retrieval"
+    LEXICAL = "lexical"
+    EMBEDDING = "embedding"
+    JUDGE = "judge"
+    LATENCY = "latency"
+    CUSTOM = "custom"  # a user's evaluator that names no kind
+
+
+class MetricInfo(BaseModel):
+    """How to read a metric's numbers: its kind, its scale (``hi`` None: unbounded), and for a
+    judge's normalised twin the metric it restates on [0, 1]."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: MetricKind = MetricKind.CUSTOM
+    scale: tuple[float, float | None] = (0.0, 1.0)
+    normalises: str | None = None
+
+
+# A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
+_PART = re.compile(r"(?:[^|\[]|\[[^\]]*\])+")
+
+
+class Signature(BaseModel):
+    """sacrebleu-style signature: the metric's name and, in order, every option that changes
+    its number; ``run`` holds the run's settings for its interval (bootstrap, confidence, seed),
+    which describe the interval, not the metric. Rendered ``name|key:value|...`` at the edge."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    options: dict[str, str] = Field(default_factory=dict)
+    run: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, name: str, **options: object) -> Signature:
+        """A signature from keyword options (values rendered with ``str``; order kept)."""
+        return cls(name=name, options={k: str(v) for k, v in options.items()})
+
+    def with_run(self, **run: object) -> Signature:
+        return self.model_copy(update={"run": {k: str(v) for k, v in run.items()}})
+
+    def render(self) -> str:
+        parts = [self.name, *(f"{k}:{v}" for k, v in self.options.items())]
+        parts += [f"{k}:{v}" for k, v in self.run.items()]
+        return "|".join(parts)
+
+    def same_metric(self, other: Signature) -> bool:
+        """Whether both describe the same metric definition (run settings aside)."""
+        return self.name == other.name and self.options == other.options
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        """Read a rendered signature back (report.json written before signatures were models):
+        a trailing ``ci:...`` and the ``seed:...`` after it are the run part."""
+        parts = _PART.findall(text)
+        name = parts[0] if parts else ""
+        options: dict[str, str] = {}
+        run: dict[str, str] = {}
+        target = options
+        for part in parts[1:]:
+            key, _, value = part.partition(":")
+            if key == "ci":
+                target = run
+            target[key] = value
+        return cls(name=name, options=options, run=run)
+
+
+class FailureKind(str, Enum):
+    ERROR = "error"  # the computation or the judge call failed
+    UNSCORED = "unscored"  # the judge replied, but no 1-5 verdict could be read from it
+    MISSING_INPUT = "missing_input"  # the sample lacks a field the metric needs
+
+
+class Failure(BaseModel):
+    """Why a sample has no value for a metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FailureKind = FailureKind.ERROR
+    message: str
+
+    def text(self) -> str:
+        """One line for a person: the message, prefixed ``unscored:`` for an unscored verdict."""
+        return f"unscored: {self.message}" if self.kind is FailureKind.UNSCORED else self.message
+
+
+class Judgment(BaseModel):
+    """One judge verdict for one sample and rubric. ``score`` is None when unscored or failed
+    (``reason`` says why); the optional fields appear only where the scoring mode fills them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float | None
+    reason: str = ""
+    raw: str = ""  # the judge's last reply, verbatim
+    attempts: int = 1  # requests made for this verdict (1 + re-asks)
+    cached: bool = False
+    probs: dict[str, float] | None = None  # distribution over "1".."5" (logprobs or local)
+    verdict: int | None = None  # the stated score, where ``score`` is probability-weighted
+    scores: list[float] | None = None  # the n sampled verdicts (n > 1)
+    spread: float | None = None  # their population standard deviation
+    unscored_choices: int | None = None  # sampled choices that could not be read
+    # What the server did, where it differs from what was asked (absent otherwise):
+    logprobs_missing: bool | None = None  # logprobs asked, none usable: ``score`` is the verdict
+    choices_received: int | None = None  # fewer choices than the ``n`` asked for came back
+    finish_reason: str | None = None  # why the reply stopped, when not "stop" (e.g. "length")
+    structured_output: bool | None = None  # the request carried a response_format (False: the
+    # server refused it and the request was resent without; absent: not asked or not said)
+    schema_valid: bool | None = None  # the reply, as a whole, is JSON the verdict schema accepts
+    label_mass: float | None = None  # local client: probability mass the model put on "1".."5"
+    rank: int | None = None  # per-context judgments: the context's 1-based rank ...
+    id: str | None = None  # ... and its id
+    contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Absent extras are left out of report.json; score and reason are always there.
+        data: dict[str, Any] = handler(self)
+        keep = {"score", "reason"}
+        return {k: v for k, v in data.items() if v is not None or k in keep}
+
+
+class MetricSummary(BaseModel):
+    """Aggregate of one metric. ``n`` counts scored samples; ``errors`` those that failed,
+    ``unscored`` of them judge replies that could not be read as a verdict."""
+
+    mean: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+    errors: int = 0
+    unscored: int = 0
+    aggregate: str = "mean"
+    kind: MetricKind = MetricKind.CUSTOM
+    scale: tuple[float, float | None] = (0.0, 1.0)
+    normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
+
+
+class SampleResult(BaseModel):
+    """One sample's scores, failures and judgments, and the sample as it was evaluated (with a
+    target, the target's answer and contexts, not the dataset's)."""
+
+    id: str
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    errors: dict[str, Failure] = Field(default_factory=dict)
+    judgments: dict[str, Judgment] = Field(default_factory=dict)
+    sample: Sample | None = None
+
+    @field_validator("errors", mode="before")
+    @classmethod
+    def _legacy_errors(cls, value: Any) -> Any:
+        # report.json written before failures were typed holds plain strings.
+        if isinstance(value, dict):
+            return {m: _legacy_failure(e) if isinstance(e, str) else e for m, e in value.items()}
+        return value
+
+
+def _legacy_failure(text: str) -> Failure:
+    if text.startswith("unscored: "):
+        return Failure(kind=FailureKind.UNSCORED, message=text.removeprefix("unscored: "))
+    return Failure(message=text)
