@@ -153,6 +153,7 @@ def test_a_crash_mid_stream_keeps_the_chunks_before_it(tmp_path: Path) -> None:
         evaluators = [FailsLater(crash_on=samples[9].id), EVALUATORS["bleu"]()]
         config = load_config(DEMO).model_copy(update={"evaluators": evaluators, "chunk_size": 4})
         report = Pipeline(config).run(samples).report
+        in_file = Pipeline(config.model_copy(update={"inline_samples": 0})).run(samples).report
     finally:
         del EVALUATORS["fails_later"]
     scores = [r.scores["one"] for r in report.samples]
@@ -161,6 +162,13 @@ def test_a_crash_mid_stream_keeps_the_chunks_before_it(tmp_path: Path) -> None:
     assert message == "fails_later evaluator failed: RuntimeError: boom"
     assert report.summary["one"].n == 8 and report.summary["one"].errors == 22
     assert report.summary["bleu"].n == 30  # the other evaluator is untouched
+    # the index of samples kept in a file is the run's own columns: NaN where no value
+    assert isinstance(in_file.samples, SampleFile)
+    for metric in ("one", "bleu"):
+        np.testing.assert_array_equal(in_file.index().column(metric), report.index().column(metric))
+        assert list(in_file.index().present(metric)) == list(report.index().present(metric))
+    assert np.isnan(in_file.index().column("one")[8:]).all()
+    assert in_file.index().failures == report.index().failures
 
 
 def test_a_target_streams_too(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ samples, whatever the number of samples.
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -58,9 +59,9 @@ class Step:
         for metric, values in result.scores.items():
             if metric not in self._values:
                 self.metrics.append(metric)
-                self._values[metric] = array("d", [0.0] * self.n)
+                self._values[metric] = array("d", [math.nan] * self.n)
                 self._present[metric] = bytearray(self.n)
-            self._values[metric].extend(0.0 if v is None else v for v in values)
+            self._values[metric].extend(math.nan if v is None else v for v in values)
             self._present[metric].extend(v is not None for v in values)
         for metric, stat in result.corpus.items():
             self._corpus.setdefault(metric, stat)
@@ -147,6 +148,9 @@ class Collected:
         index = SampleIndex()
         writer = RowWriter(path)
         for r in results:
-            index.add(r)
+            index.add(r, scores=False)  # the columns are the steps' own, attached below
             writer.write(r.model_dump_json().encode())
+        for s in self.steps:
+            for metric in s.metrics:
+                index.attach(metric, s._values[metric], s._present[metric])
         return SampleFile(path, writer.close(), index=index, owned=True)

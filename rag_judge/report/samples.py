@@ -45,9 +45,13 @@ class SampleIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def add(self, r: SampleResult) -> None:
+    def add(self, r: SampleResult, *, scores: bool = True) -> None:
+        """One more sample; ``scores=False`` leaves its scores to :meth:`attach`."""
         i = len(self.ids)
         self.ids.append(r.id)
+        if not scores:
+            self._add_details(r, i)
+            return
         for metric, value in r.scores.items():
             values, present = self._column(metric, i)
             values.append(np.nan if value is None else value)
@@ -56,6 +60,9 @@ class SampleIndex:
             if len(values) == i:  # not scored for this sample
                 values.append(np.nan)
                 present.append(False)
+        self._add_details(r, i)
+
+    def _add_details(self, r: SampleResult, i: int) -> None:
         for metric, failure in r.errors.items():
             self.failures.append((i, metric, failure))
         for rubric, j in r.judgments.items():
@@ -69,6 +76,10 @@ class SampleIndex:
                 key = max(j.probs.values()) - 1
             keys.append(key)
             spread.append(is_spread)
+
+    def attach(self, metric: str, values: array[float], present: bytearray) -> None:
+        """A whole column at once, shared, not copied (a run's own columns)."""
+        self._values[metric], self._present[metric] = values, present
 
     def _column(self, metric: str, i: int) -> tuple[array[float], bytearray]:
         if metric not in self._values:
