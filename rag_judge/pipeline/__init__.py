@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
@@ -197,7 +198,7 @@ class Pipeline:
             for metric in step.metrics:
                 signatures[metric] = step.signatures[metric].with_run(**run)
                 summary[metric] = summarize(
-                    step.values(metric),
+                    step.column(metric),
                     resamples=boot.resamples,
                     confidence=boot.confidence,
                     seed=cfg.seed,
@@ -293,7 +294,7 @@ def _remove_if_empty(folder: Path) -> None:
 
 
 def summarize(
-    values: list[float | None],
+    values: Sequence[float | None] | tuple[NDArray[np.float64], NDArray[np.bool_]],
     *,
     resamples: int,
     confidence: float,
@@ -305,14 +306,20 @@ def summarize(
 ) -> MetricSummary:
     """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
     ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
-    (or ``unscored`` says how many there were)."""
+    (or ``unscored`` says how many there were). ``values`` may be a column and where it has a
+    value, as a run keeps them (a million floats are not made Python objects)."""
     info = info or MetricInfo()
     described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
-    scored = [i for i, v in enumerate(values) if v is not None]
-    errors = len(values) - len(scored)
+    if isinstance(values, tuple) and len(values) == 2 and isinstance(values[0], np.ndarray):
+        column, present = values
+    else:
+        present = np.array([v is not None for v in values], dtype=bool)
+        column = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    scored = np.flatnonzero(present)
+    errors = len(present) - len(scored)
     if unscored is None:
         unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
-    if not scored:
+    if not len(scored):
         return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored, **described)
     ci: tuple[float, float] | tuple[None, None]
     if corpus is not None:
@@ -323,7 +330,7 @@ def summarize(
         )
         aggregate = corpus.description
     else:
-        arr = np.array([values[i] for i in scored], dtype=np.float64)
+        arr = column[scored]
         point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
         ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
         aggregate = "mean"

@@ -76,10 +76,10 @@ class Step:
             self.spool.write(_detail_line(errors, judgments))
         self.n += size
 
-    def values(self, metric: str) -> list[float | None]:
-        """The column as the summary takes it (None where the metric has no value)."""
-        values, present = self._values[metric], self._present[metric]
-        return [v if p else None for v, p in zip(values, present, strict=True)]
+    def column(self, metric: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """The metric's values (NaN where it has none) and where it has one: views, not copies."""
+        values = np.frombuffer(self._values[metric], dtype=np.float64)
+        return values, np.frombuffer(self._present[metric], dtype=np.bool_)
 
     def corpus(self, metric: str) -> CorpusStatistic | None:
         stat = self._corpus.get(metric)

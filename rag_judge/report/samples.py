@@ -12,6 +12,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -94,18 +95,15 @@ class SampleIndex:
         return list(self._values)
 
     def column(self, metric: str) -> NDArray[np.float64]:
-        """``metric`` over every sample, NaN where it has no value."""
-        values = self._values.get(metric)
-        if values is None:
-            return np.full(len(self.ids), np.nan)
-        out = np.frombuffer(values, dtype=np.float64)
-        return np.concatenate([out, np.full(len(self.ids) - len(out), np.nan)])
+        """``metric`` over every sample, NaN where it has no value: a read-only view of the
+        column where it is complete (a million samples are not copied per reader)."""
+        values = self._values.get(metric, array("d"))
+        return _padded(np.frombuffer(values, dtype=np.float64), len(self.ids), np.nan)
 
     def present(self, metric: str) -> NDArray[np.bool_]:
         """Where ``metric`` has a value (a value may itself be NaN)."""
         flags = self._present.get(metric, bytearray())
-        out = np.frombuffer(bytes(flags), dtype=np.bool_)
-        return np.concatenate([out, np.zeros(len(self.ids) - len(out), dtype=np.bool_)])
+        return _padded(np.frombuffer(flags, dtype=np.bool_), len(self.ids), False)
 
     def value(self, metric: str, i: int) -> float | None:
         flags = self._present.get(metric)
@@ -118,11 +116,19 @@ class SampleIndex:
         or no verdict) and whether that is the spread of sampled verdicts (else the
         probability of the top verdict, minus 1)."""
         keys, spread = self._uncertainty.get(rubric, (array("d"), bytearray()))
-        pad = len(self.ids) - len(keys)
+        n = len(self.ids)
         return (
-            np.concatenate([np.frombuffer(keys, dtype=np.float64), np.full(pad, np.nan)]),
-            np.concatenate([np.frombuffer(bytes(spread), dtype=np.bool_), np.zeros(pad, bool)]),
+            _padded(np.frombuffer(keys, dtype=np.float64), n, np.nan),
+            _padded(np.frombuffer(spread, dtype=np.bool_), n, False),
         )
+
+
+def _padded(view: NDArray[Any], n: int, fill: float | bool) -> NDArray[Any]:
+    """``view`` read-only when it is ``n`` long, else a copy padded to ``n`` with ``fill``."""
+    if len(view) == n:
+        view.flags.writeable = False
+        return view
+    return np.concatenate([view, np.full(n - len(view), fill, dtype=view.dtype)])
 
 
 def parse_result(line: bytes) -> SampleResult:
