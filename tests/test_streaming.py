@@ -93,6 +93,15 @@ def test_a_file_backed_report_is_written_beside_and_loaded_back(tmp_path: Path) 
     assert json.loads(loaded.to_json())["samples"] == json.loads(report.to_json())["samples"]
     html = paths["html"].read_text(encoding="utf-8")
     assert "30 samples" in html
+    # written again inline into the same folder: the old samples.jsonl goes
+    write_report(run(tmp_path, chunk=8, inline=5000), tmp_path / "out")
+    assert not paths["samples"].exists()
+    assert len(Report.load(tmp_path / "out").samples) == 30
+    # a report.json naming a samples file that is gone says which file
+    write_report(report, tmp_path / "again")
+    (tmp_path / "again" / "samples.jsonl").unlink()
+    with pytest.raises(DataError, match=r"again/samples.jsonl: file not found"):
+        Report.load(tmp_path / "again")
 
 
 def test_compare_and_gate_read_a_file_backed_report(tmp_path: Path) -> None:

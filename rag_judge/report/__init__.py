@@ -50,6 +50,8 @@ def write_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     if isinstance(report.samples, SampleFile):
         paths["samples"] = out / SAMPLES_FILE
         report.samples.copy_to(paths["samples"])
+    else:  # an earlier, larger run's file must not sit beside a report that does not name it
+        (out / SAMPLES_FILE).unlink(missing_ok=True)
     write_json(report, paths["json"])
     _atomic_write(paths["md"], render_markdown(report))
     paths["html"] = write_html(report, out / "report.html")
