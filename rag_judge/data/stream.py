@@ -42,9 +42,6 @@ class InMemory(SampleSource):
     def __init__(self, samples: Sequence[Sample]) -> None:
         self.samples = samples
 
-    def __len__(self) -> int:
-        return len(self.samples)
-
     def chunks(self, size: int) -> Iterator[list[Sample]]:
         for start in range(0, len(self.samples), size):
             yield list(self.samples[start : start + size])
@@ -93,9 +90,6 @@ class SampleRows(SampleSource):
 
     def __init__(self, rows: RowFile[Sample]) -> None:
         self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
     def chunks(self, size: int) -> Iterator[list[Sample]]:
         it = iter(self.rows)

@@ -12,13 +12,15 @@ from rag_judge.judge.rubrics import Rubric
 from rag_judge.judge.verdicts import Scoring
 from rag_judge.report.model import Judgment, Signature
 
-__all__ = ["Used"]
+__all__ = ["NORM", "Used"]
 
 log = logging.getLogger("rag_judge.evaluators.judge")
-NORM = "_norm"
+NORM = "_norm"  # a rubric's [0, 1] twin: faithfulness -> faithfulness_norm
 
 
 class Used:
+    """Per rubric, counts of what the server did with the verdicts of every chunk so far."""
+
     def __init__(self, rubrics: Sequence[Rubric], scoring: Scoring, n: int) -> None:
         self.rubrics = list(rubrics)
         self.scoring = scoring

@@ -21,7 +21,6 @@ retrieval metrics.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, format_loc
-from rag_judge.evaluators._judge_used import Used
+from rag_judge.evaluators._judge_used import NORM, Used
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_chunks_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
@@ -63,10 +62,7 @@ from rag_judge.resources import cache_dir
 
 __all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator"]
 
-log = logging.getLogger(__name__)
-
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
-NORM = "_norm"
 JUDGE_CHUNK = 2_000  # samples whose prompts are rendered and asked together
 
 

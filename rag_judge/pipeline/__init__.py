@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Literal, overload
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
@@ -41,6 +40,7 @@ from rag_judge.report.model import (
     Signature,
     Usage,
 )
+from rag_judge.report.samples import Column
 from rag_judge.stats import bootstrap_ci
 
 __all__ = ["Pipeline", "RunResult", "summarize"]
@@ -98,13 +98,13 @@ class Pipeline:
         return list(self.config.evaluators)
 
     def load_dataset(self) -> Dataset:
+        cfg = self.config
+        return load_dataset(self._dataset(), format=cfg.dataset_format, layout=cfg.dataset_layout)
+
+    def _dataset(self) -> Path:
         if self.config.dataset is None:
             raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
-        return load_dataset(
-            self.config.dataset,
-            format=self.config.dataset_format,
-            layout=self.config.dataset_layout,
-        )
+        return self.config.dataset
 
     def prepare(self) -> None:
         """Load what every evaluator needs (models, rubric files, baselines) once; a problem
@@ -179,12 +179,8 @@ class Pipeline:
         if dataset is not None:
             return InMemory(dataset.samples if isinstance(dataset, Dataset) else dataset)
         cfg = self.config
-        if cfg.dataset is None:
-            raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
-        source = open_source(cfg.dataset, format=cfg.dataset_format, layout=cfg.dataset_layout)
-        if cfg.executor == "ray" and not isinstance(source, InMemory):
-            source = InMemory([s for chunk in source.chunks(cfg.chunk_size) for s in chunk])
-        return source
+        # executor: ray reads a streamed source whole, to cut it into shards (``_ray.submit``)
+        return open_source(self._dataset(), format=cfg.dataset_format, layout=cfg.dataset_layout)
 
     def _report(self, collected: Collected, source: SampleSource) -> Report:
         cfg = self.config
@@ -198,7 +194,7 @@ class Pipeline:
             for metric in step.metrics:
                 signatures[metric] = step.signatures[metric].with_run(**run)
                 summary[metric] = summarize(
-                    step.column(metric),
+                    step.columns[metric],
                     resamples=boot.resamples,
                     confidence=boot.confidence,
                     seed=cfg.seed,
@@ -294,7 +290,7 @@ def _remove_if_empty(folder: Path) -> None:
 
 
 def summarize(
-    values: Sequence[float | None] | tuple[NDArray[np.float64], NDArray[np.bool_]],
+    values: Sequence[float | None] | Column,
     *,
     resamples: int,
     confidence: float,
@@ -306,15 +302,14 @@ def summarize(
 ) -> MetricSummary:
     """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
     ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
-    (or ``unscored`` says how many there were). ``values`` may be a column and where it has a
-    value, as a run keeps them (a million floats are not made Python objects)."""
+    (or ``unscored`` says how many there were). ``values`` may be a run's :class:`Column` (a
+    million floats are not made Python objects)."""
     info = info or MetricInfo()
     described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
-    if isinstance(values, tuple) and len(values) == 2 and isinstance(values[0], np.ndarray):
-        column, present = values
-    else:
-        present = np.array([v is not None for v in values], dtype=bool)
-        column = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    if not isinstance(values, Column):
+        given, values = values, Column()
+        values.extend(given)
+    column, present = values.arrays()
     scored = np.flatnonzero(present)
     errors = len(present) - len(scored)
     if unscored is None:

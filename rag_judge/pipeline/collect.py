@@ -10,8 +10,6 @@ samples, whatever the number of samples.
 from __future__ import annotations
 
 import json
-import math
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +31,7 @@ from rag_judge.report.model import (
     Signature,
     Usage,
 )
+from rag_judge.report.samples import Column
 
 __all__ = ["Collected", "Step"]
 
@@ -43,13 +42,11 @@ class Step:
 
     info: dict[str, MetricInfo]
     spool: RowWriter
-    metrics: list[str] = field(default_factory=list)  # in the order the step's results list them
+    columns: dict[str, Column] = field(default_factory=dict)  # in the order results list them
     signatures: dict[str, Signature] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     unscored: dict[str, int] = field(default_factory=dict)
     n: int = 0
-    _values: dict[str, array[float]] = field(default_factory=dict)
-    _present: dict[str, bytearray] = field(default_factory=dict)
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
 
@@ -57,12 +54,9 @@ class Step:
         """One chunk's result (or one over no samples: usage and final signatures)."""
         size = len(result.errors)
         for metric, values in result.scores.items():
-            if metric not in self._values:
-                self.metrics.append(metric)
-                self._values[metric] = array("d", [math.nan] * self.n)
-                self._present[metric] = bytearray(self.n)
-            self._values[metric].extend(math.nan if v is None else v for v in values)
-            self._present[metric].extend(v is not None for v in values)
+            if metric not in self.columns:
+                self.columns[metric] = Column(self.n)
+            self.columns[metric].extend(values)
         for metric, stat in result.corpus.items():
             self._corpus.setdefault(metric, stat)
             self._rows.setdefault(metric, []).append(stat.rows)
@@ -76,10 +70,9 @@ class Step:
             self.spool.write(_detail_line(errors, judgments))
         self.n += size
 
-    def column(self, metric: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-        """The metric's values (NaN where it has none) and where it has one: views, not copies."""
-        values = np.frombuffer(self._values[metric], dtype=np.float64)
-        return values, np.frombuffer(self._present[metric], dtype=np.bool_)
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.columns)
 
     def corpus(self, metric: str) -> CorpusStatistic | None:
         stat = self._corpus.get(metric)
@@ -125,8 +118,8 @@ class Collected:
                     errors: dict[str, Failure] = {}
                     judgments: dict[str, Judgment] = {}
                     for s, fh in zip(self.steps, spools, strict=True):
-                        for metric in s.metrics:
-                            scores[metric] = s._values[metric][i] if s._present[metric][i] else None
+                        for metric, column in s.columns.items():
+                            scores[metric] = column.get(i)
                         line = fh.readline()
                         if line != b"\n":
                             detail = json.loads(line)
@@ -151,6 +144,6 @@ class Collected:
             index.add(r, scores=False)  # the columns are the steps' own, attached below
             writer.write(r.model_dump_json().encode())
         for s in self.steps:
-            for metric in s.metrics:
-                index.attach(metric, s._values[metric], s._present[metric])
+            for metric, column in s.columns.items():
+                index.attach(metric, column)
         return SampleFile(path, writer.close(), index=index, owned=True)

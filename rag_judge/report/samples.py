@@ -9,6 +9,7 @@ samples cost their score columns in memory, not their texts; the index then come
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,7 +21,46 @@ from numpy.typing import NDArray
 from rag_judge.data.rows import RowFile
 from rag_judge.report.types import Failure, SampleResult
 
-__all__ = ["SampleFile", "SampleIndex", "parse_result"]
+__all__ = ["Column", "SampleFile", "SampleIndex", "parse_result"]
+
+
+class Column:
+    """One metric over samples, in order: its values (NaN where it has none) and where it has
+    one (a value may itself be NaN); 9 bytes a sample. A column may be shorter than the samples
+    it belongs to: samples past its end have no value."""
+
+    def __init__(self, n: int = 0) -> None:
+        self.values = array("d", [math.nan] * n)
+        self.present = bytearray(n)
+
+    def __len__(self) -> int:
+        return len(self.present)
+
+    def extend(self, values: Sequence[float | None]) -> None:
+        self.values.extend(math.nan if v is None else v for v in values)
+        self.present.extend(v is not None for v in values)
+
+    def push(self, at: int, value: float, flag: bool) -> None:
+        """``value`` and its flag for sample ``at``; the samples before it that had none get
+        NaN and no flag."""
+        missing = at - len(self.present)
+        if missing > 0:
+            self.values.extend([math.nan] * missing)
+            self.present.extend(bytes(missing))
+        self.values.append(value)
+        self.present.append(flag)
+
+    def get(self, i: int) -> float | None:
+        return self.values[i] if i < len(self.present) and self.present[i] else None
+
+    def arrays(self, n: int | None = None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Values and presence over ``n`` samples (default: the column's length): read-only
+        views where the column is complete (a million samples are not copied per reader)."""
+        n = len(self) if n is None else n
+        return (
+            _padded(np.frombuffer(self.values, dtype=np.float64), n, np.nan),
+            _padded(np.frombuffer(self.present, dtype=np.bool_), n, False),
+        )
 
 
 class SampleIndex:
@@ -30,11 +70,10 @@ class SampleIndex:
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.failures: list[tuple[int, str, Failure]] = []  # (sample index, metric, failure)
-        self._values: dict[str, array[float]] = {}
-        self._present: dict[str, bytearray] = {}
-        # rubric -> (uncertainty key: minus the spread, or top probability - 1; NaN: certain or
-        # no verdict) and whether the key is a spread
-        self._uncertainty: dict[str, tuple[array[float], bytearray]] = {}
+        self._columns: dict[str, Column] = {}
+        # rubric -> a column of uncertainty keys (minus the spread, or top probability - 1;
+        # NaN: certain or no verdict), flagged where the key is a spread
+        self._uncertainty: dict[str, Column] = {}
 
     @classmethod
     def build(cls, results: Iterable[SampleResult]) -> SampleIndex:
@@ -50,77 +89,41 @@ class SampleIndex:
         """One more sample; ``scores=False`` leaves its scores to :meth:`attach`."""
         i = len(self.ids)
         self.ids.append(r.id)
-        if not scores:
-            self._add_details(r, i)
-            return
-        for metric, value in r.scores.items():
-            values, present = self._column(metric, i)
-            values.append(np.nan if value is None else value)
-            present.append(value is not None)
-        for values, present in self._values_items():
-            if len(values) == i:  # not scored for this sample
-                values.append(np.nan)
-                present.append(False)
-        self._add_details(r, i)
-
-    def _add_details(self, r: SampleResult, i: int) -> None:
+        if scores:
+            for metric, value in r.scores.items():
+                column = self._columns.setdefault(metric, Column())
+                column.push(i, math.nan if value is None else value, value is not None)
         for metric, failure in r.errors.items():
             self.failures.append((i, metric, failure))
         for rubric, j in r.judgments.items():
-            keys, spread = self._uncertainty.setdefault(rubric, (array("d"), bytearray()))
-            keys.extend([np.nan] * (i - len(keys)))
-            spread.extend(bytes(i - len(spread)))
             key, is_spread = np.nan, False
             if j.score is not None and j.spread is not None:
                 key, is_spread = (-j.spread if j.spread > 0 else np.nan), True
             elif j.score is not None and j.probs and max(j.probs.values()) < 1:
                 key = max(j.probs.values()) - 1
-            keys.append(key)
-            spread.append(is_spread)
+            self._uncertainty.setdefault(rubric, Column()).push(i, key, is_spread)
 
-    def attach(self, metric: str, values: array[float], present: bytearray) -> None:
+    def attach(self, metric: str, column: Column) -> None:
         """A whole column at once, shared, not copied (a run's own columns)."""
-        self._values[metric], self._present[metric] = values, present
-
-    def _column(self, metric: str, i: int) -> tuple[array[float], bytearray]:
-        if metric not in self._values:
-            self._values[metric] = array("d", [np.nan] * i)
-            self._present[metric] = bytearray(i)
-        return self._values[metric], self._present[metric]
-
-    def _values_items(self) -> Iterable[tuple[array[float], bytearray]]:
-        return ((v, self._present[m]) for m, v in self._values.items())
-
-    def metrics(self) -> list[str]:
-        return list(self._values)
+        self._columns[metric] = column
 
     def column(self, metric: str) -> NDArray[np.float64]:
-        """``metric`` over every sample, NaN where it has no value: a read-only view of the
-        column where it is complete (a million samples are not copied per reader)."""
-        values = self._values.get(metric, array("d"))
-        return _padded(np.frombuffer(values, dtype=np.float64), len(self.ids), np.nan)
+        """``metric`` over every sample, NaN where it has no value (read-only)."""
+        return self._columns.get(metric, Column()).arrays(len(self.ids))[0]
 
     def present(self, metric: str) -> NDArray[np.bool_]:
         """Where ``metric`` has a value (a value may itself be NaN)."""
-        flags = self._present.get(metric, bytearray())
-        return _padded(np.frombuffer(flags, dtype=np.bool_), len(self.ids), False)
+        return self._columns.get(metric, Column()).arrays(len(self.ids))[1]
 
     def value(self, metric: str, i: int) -> float | None:
-        flags = self._present.get(metric)
-        if flags is None or i >= len(flags) or not flags[i]:
-            return None
-        return self._values[metric][i]
+        column = self._columns.get(metric)
+        return None if column is None else column.get(i)
 
     def uncertainty(self, rubric: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         """Per sample, how uncertain its verdict on ``rubric`` is (lower: more; NaN: certain,
         or no verdict) and whether that is the spread of sampled verdicts (else the
         probability of the top verdict, minus 1)."""
-        keys, spread = self._uncertainty.get(rubric, (array("d"), bytearray()))
-        n = len(self.ids)
-        return (
-            _padded(np.frombuffer(keys, dtype=np.float64), n, np.nan),
-            _padded(np.frombuffer(spread, dtype=np.bool_), n, False),
-        )
+        return self._uncertainty.get(rubric, Column()).arrays(len(self.ids))
 
 
 def _padded(view: NDArray[Any], n: int, fill: float | bool) -> NDArray[Any]:
