@@ -162,7 +162,7 @@ def test_the_cli_prints_a_line_per_step_unless_quiet(
         "evaluators[0] (retrieval)",
         "evaluators[1] (judge)",
     ]
-    assert err[1].startswith("evaluators[1] (judge): 30/30 calls in ")
+    assert err[1].startswith("evaluators[1] (judge): 34/34 calls in ")
     assert main(["run", str(config), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
 

@@ -6,7 +6,8 @@ import rag_judge
 
 PUBLIC = [
     "EVALUATORS", "BERTScoreEvaluator", "BleuEvaluator", "ConfigError", "Context", "DataError",
-    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "JudgeEvaluator",
+    "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "GroundingEvaluator",
+    "JudgeEvaluator",
     "MetricSummary", "PairwiseJudge", "Pipeline", "RagJudgeError", "Report", "RetrievalEvaluator",
     "RougeEvaluator", "RunResult", "Sample", "__version__", "calibrate", "check_gates",
     "compare_reports", "load_config", "load_dataset", "read_jsonl", "write_jsonl",

@@ -64,15 +64,15 @@ def dumped(report: Report) -> tuple[Any, list[Any], Any]:
 
 def test_chunked_and_file_backed_runs_give_the_same_report(tmp_path: Path) -> None:
     whole = run(tmp_path, chunk=2000, inline=5000)
-    assert isinstance(whole.samples, list) and len(whole.samples) == 30
-    for chunk, inline in [(1, 5000), (7, 0), (30, 0), (4, 29)]:
+    assert isinstance(whole.samples, list) and len(whole.samples) == 34
+    for chunk, inline in [(1, 5000), (7, 0), (34, 0), (4, 33)]:
         other = run(tmp_path, chunk=chunk, inline=inline)
-        assert isinstance(other.samples, SampleFile) == (inline < 30)
+        assert isinstance(other.samples, SampleFile) == (inline < 34)
         assert dumped(other) == dumped(whole), (chunk, inline)
         assert other.column("ndcg@5") == whole.column("ndcg@5")
-    # the summary over 30 samples is the exact mean, to the last digit
+    # the summary over 34 samples is the exact mean, to the last digit
     ndcg = [r.scores["ndcg@5"] for r in whole.samples]
-    assert whole.summary["ndcg@5"].mean == math.fsum(ndcg) / 30  # type: ignore[arg-type]
+    assert whole.summary["ndcg@5"].mean == math.fsum(ndcg) / 34  # type: ignore[arg-type]
 
 
 def test_a_file_backed_report_is_written_beside_and_loaded_back(tmp_path: Path) -> None:
@@ -82,21 +82,21 @@ def test_a_file_backed_report_is_written_beside_and_loaded_back(tmp_path: Path) 
     assert "samples" not in data and data["samples_file"] == "samples.jsonl"
     assert list(data)[:3] == ["summary", "samples_file", "signatures"]
     lines = paths["samples"].read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 30 and json.loads(lines[4])["id"] == report.samples[4].id
+    assert len(lines) == 34 and json.loads(lines[4])["id"] == report.samples[4].id
     loaded = Report.load(tmp_path / "out")
     assert isinstance(loaded.samples, SampleFile)
     assert dumped(loaded) == dumped(report)
-    assert loaded.samples[-1] == report.samples[29] and loaded.samples[2:4] == report.samples[2:4]
+    assert loaded.samples[-1] == report.samples[33] and loaded.samples[2:4] == report.samples[2:4]
     assert loaded.ids() == [json.loads(line)["id"] for line in lines]
     assert loaded.column("bleu") == report.column("bleu")
     # the same report inline: Report.to_json holds every sample either way
     assert json.loads(loaded.to_json())["samples"] == json.loads(report.to_json())["samples"]
     html = paths["html"].read_text(encoding="utf-8")
-    assert "30 samples" in html
+    assert "34 samples" in html
     # written again inline into the same folder: the old samples.jsonl goes
     write_report(run(tmp_path, chunk=8, inline=5000), tmp_path / "out")
     assert not paths["samples"].exists()
-    assert len(Report.load(tmp_path / "out").samples) == 30
+    assert len(Report.load(tmp_path / "out").samples) == 34
     # a report.json naming a samples file that is gone says which file
     write_report(report, tmp_path / "again")
     (tmp_path / "again" / "samples.jsonl").unlink()
@@ -115,9 +115,9 @@ def test_compare_and_gate_read_a_file_backed_report(tmp_path: Path) -> None:
     (comparison,) = json.loads(out.stdout)["comparisons"]
     assert comparison["only_in_base"] == comparison["only_in_new"] == 0
     for metric, row in comparison["metrics"].items():  # the same numbers, paired by id
-        assert (row["n"], row["diff"], row["signature_differs"]) == (30, 0.0, False), metric
+        assert (row["n"], row["diff"], row["signature_differs"]) == (34, 0.0, False), metric
     gate = subprocess.run(
-        [*cli, "gate", str(tmp_path / "file"), "--fail-under", "ndcg@5=0.6",
+        [*cli, "gate", str(tmp_path / "file"), "--fail-under", "ndcg@5=0.56",
          "--baseline", str(tmp_path / "inline"), "--max-drop", "0"],
         capture_output=True, text=True,
     )  # fmt: skip
@@ -132,7 +132,7 @@ def test_a_bad_line_mid_stream_stops_the_run_naming_file_and_line(tmp_path: Path
         run(tmp_path, chunk=4, inline=0, data=bad)
     dup = tmp_path / "dup.jsonl"
     dup.write_text("\n".join([*lines, lines[2]]) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"dup.jsonl:31: field 'id': .* already used on line 3"):
+    with pytest.raises(DataError, match=r"dup.jsonl:35: field 'id': .* already used on line 3"):
         run(tmp_path, chunk=4, inline=0, data=dup)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
@@ -166,11 +166,11 @@ def test_a_crash_mid_stream_keeps_the_chunks_before_it(tmp_path: Path) -> None:
     finally:
         del EVALUATORS["fails_later"]
     scores = [r.scores["one"] for r in report.samples]
-    assert scores == [1.0] * 8 + [None] * 22  # chunks 1-2 scored; the 3rd crashed, the rest not run
+    assert scores == [1.0] * 8 + [None] * 26  # chunks 1-2 scored; the 3rd crashed, the rest not run
     message = report.samples[20].errors["one"].message
     assert message == "fails_later evaluator failed: RuntimeError: boom"
-    assert report.summary["one"].n == 8 and report.summary["one"].errors == 22
-    assert report.summary["bleu"].n == 30  # the other evaluator is untouched
+    assert report.summary["one"].n == 8 and report.summary["one"].errors == 26
+    assert report.summary["bleu"].n == 34  # the other evaluator is untouched
     # the index of samples kept in a file is the run's own columns: NaN where no value
     assert isinstance(in_file.samples, SampleFile)
     for metric in ("one", "bleu"):
@@ -204,7 +204,7 @@ def test_a_target_streams_too(tmp_path: Path) -> None:
     assert a.model_dump(mode="json", include={"summary"}, exclude=strip) == b.model_dump(
         mode="json", include={"summary"}, exclude=strip
     )
-    assert b.summary["latency_s"].n == 30
+    assert b.summary["latency_s"].n == 34
 
 
 def test_bootstrap_in_chunks_of_resamples_is_the_same_draw(monkeypatch: pytest.MonkeyPatch) -> None:

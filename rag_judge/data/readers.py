@@ -36,7 +36,9 @@ FORMATS: dict[str, Format] = {
 LAYOUTS: tuple[Layout, ...] = ("rag-judge", "ragas")
 
 # Columns of each layout. A ragas column that rag-judge has no field for is kept in metadata.
-_OWN_COLUMNS = ("id", "question", "answer", "references", "contexts", "relevance", "metadata")
+_OWN_COLUMNS = (
+    "id", "question", "answer", "references", "contexts", "relevance", "answerable", "metadata",
+)  # fmt: skip
 _RAGAS_RENAMES = {
     "user_input": "question",
     "response": "answer",
@@ -293,6 +295,7 @@ def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -
         fields["references"] = _references(get("references"), source)
         fields["contexts"] = _or(_structured(get("contexts"), "contexts", source), ())
         fields["relevance"] = _structured(get("relevance"), "relevance", source)
+        fields["answerable"] = get("answerable")
         fields["metadata"] = _or(_structured(get("metadata"), "metadata", source), {})
     else:
         fields["question"] = get("user_input")

@@ -23,6 +23,7 @@ SAMPLE_EXPECTED = {
     "references": "a string or a list of strings",
     "relevance": 'an object of doc id to grade, for every judged doc ({"d1": 2, "d7": 0})',
     "relevance.*": "a number (the doc's relevance grade)",
+    "answerable": "true or false (whether the question can be answered from the material)",
 }
 
 
@@ -53,6 +54,7 @@ class Sample(BaseModel):
     answer: str | None = None
     references: tuple[str, ...] = ()
     relevance: dict[str, float] | None = None
+    answerable: bool | None = None  # whether the material holds an answer (None: not said)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("contexts", mode="before")

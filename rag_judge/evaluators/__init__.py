@@ -16,6 +16,7 @@ from pydantic_core import InitErrorDetails
 
 from rag_judge.evaluators.base import CorpusStatistic, DryRun, Evaluator, EvaluatorResult
 from rag_judge.evaluators.bertscore import BERTScoreEvaluator
+from rag_judge.evaluators.grounding import GroundingEvaluator
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
@@ -28,6 +29,7 @@ __all__ = [
     "DryRun",
     "Evaluator",
     "EvaluatorResult",
+    "GroundingEvaluator",
     "JudgeEvaluator",
     "RetrievalEvaluator",
     "RougeEvaluator",
@@ -42,6 +44,7 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "bleu": BleuEvaluator,
     "bertscore": BERTScoreEvaluator,
     "judge": JudgeEvaluator,
+    "grounding": GroundingEvaluator,
 }
 
 

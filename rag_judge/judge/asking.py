@@ -92,16 +92,20 @@ class Outcome(Generic[R]):
 async def ask_all(
     engine: JudgeEngine,
     requests: Sequence[CompletionRequest],
-    parse: Callable[[Completion], R | Unscored],
+    parse: Callable[[Completion], R | Unscored] | Sequence[Callable[[Completion], R | Unscored]],
     *,
     shape: str,
     reask: int = 1,
     label: str = "judge",
 ) -> list[Outcome[R]]:
-    """One outcome per request, in order. ``parse`` reads a reply (never raises); an
-    ``Unscored`` reading is re-asked up to ``reask`` times, quoting its reason and ``shape``.
-    ``label`` names the calls in the progress display (``LABEL re-asked`` for re-asks)."""
+    """One outcome per request, in order. ``parse`` reads a reply (never raises), or one
+    ``parse`` per request reads that request's replies (a reply checked against what its
+    request showed); an ``Unscored`` reading is re-asked up to ``reask`` times, quoting its
+    reason and ``shape``. ``label`` names the calls in the progress display (``LABEL
+    re-asked`` for re-asks)."""
     outcomes: list[Outcome[R]] = [Outcome(r) for r in requests]
+    each = [parse] * len(outcomes) if callable(parse) else parse
+    parsers = {id(o): p for o, p in zip(outcomes, each, strict=True)}
     todo = outcomes
     for round_ in range(reask + 1):
         if round_:
@@ -119,7 +123,7 @@ async def ask_all(
                 o.result = reply
             else:
                 o.replies.append(reply)
-                o.result = parse(reply)
+                o.result = parsers[id(o)](reply)
     return outcomes
 
 

@@ -15,42 +15,23 @@ markers point at. Per answer:
   supports their claim / citations; ``misattributed`` = supported claims whose support comes
   only from contexts they do not cite.
 
-An answer with no claims has no ratios (None), never a silent 0 or 1.
+An answer with no claims has no ratios (None), never a silent 0 or 1. A cited rank of 0 is a
+citation that points at no retrieved context: it counts, and supports nothing.
+
+The splitter lives in :mod:`rag_judge.text` (the stub judge uses it too).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-__all__ = ["Claim", "Grounding", "grounding", "split_claims"]
+from rag_judge.text import split_claims
+
+__all__ = ["Claim", "Grounding", "Verdict", "grounding", "split_claims"]
 
 Verdict = Literal["supported", "contradicted", "unsupported"]
-
-# A sentence ends at . ! ? (and closing quotes or brackets after it) followed by whitespace and
-# a capital, a digit or an opening quote, or at the end; not after a known abbreviation, a
-# single capital (an initial) or inside a number (3.5).
-_ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "no"}
-_END = re.compile(r"""[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[A-Z0-9]|\s*$)""")
-
-
-def split_claims(text: str) -> list[str]:
-    """The sentences of ``text``, stripped, in order; blank text has none. Newlines separate
-    claims too (list items, one claim per line)."""
-    claims: list[str] = []
-    for block in re.split(r"\n\s*", text):
-        start = 0
-        for match in _END.finditer(block):
-            word = block[start : match.start()].rsplit(maxsplit=1)[-1:] or [""]
-            last = word[0].lower().rstrip(".")
-            if last in _ABBREVIATIONS or re.fullmatch(r"[A-Za-z]", last):
-                continue
-            claims.append(block[start : match.end()].strip())
-            start = match.end()
-        claims.append(block[start:].strip())
-    return [c for c in claims if c]
 
 
 @dataclass(frozen=True)
@@ -74,8 +55,13 @@ class Grounding:
     citations: int = 0
 
 
-def grounding(claims: Sequence[Claim], retrieved: int) -> Grounding:
-    """The per-answer grounding metrics of ``claims`` over ``retrieved`` contexts."""
+def grounding(
+    claims: Sequence[Claim], retrieved: int, *, require_citations: bool = False
+) -> Grounding:
+    """The per-answer grounding metrics of ``claims`` over ``retrieved`` contexts. An answer
+    without a citation has no citation metrics, unless ``require_citations``: then its recall
+    is 0 (ALCE: an uncited claim is not recalled), every supported claim is misattributed,
+    and precision stays None (no citation to be precise)."""
     n = len(claims)
     supported = [c for c in claims if c.verdict == "supported"]
     contradicted = sum(c.verdict == "contradicted" for c in claims)
@@ -89,7 +75,7 @@ def grounding(claims: Sequence[Claim], retrieved: int) -> Grounding:
         context_utilisation=len(ranks) / retrieved if retrieved else None,
         citations=citations,
     )
-    if not citations:
+    if not citations and not require_citations:
         return out
     recalled = sum(c.verdict == "supported" and bool(set(c.cited) & set(c.support)) for c in claims)
     precise = sum(sum(r in c.support for r in c.cited) for c in claims if c.verdict == "supported")
@@ -100,7 +86,7 @@ def grounding(claims: Sequence[Claim], retrieved: int) -> Grounding:
     ]
     return replace(
         out,
-        citation_recall=recalled / n,
-        citation_precision=precise / citations,
+        citation_recall=recalled / n if n else None,
+        citation_precision=precise / citations if citations else None,
         misattributed=len(misattributed),
     )

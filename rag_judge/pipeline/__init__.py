@@ -25,6 +25,7 @@ from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
+from rag_judge.pipeline.conditioned import add_conditioned
 from rag_judge.pipeline.running import stream
 from rag_judge.report import write_report
 from rag_judge.report.model import (
@@ -167,6 +168,9 @@ class Pipeline:
                     else:
                         stream(evaluator, source.chunks(cfg.chunk_size), step)
                 steps[name] = list(info)
+            added = add_conditioned(cfg, collected, cfg.chunk_size)
+            if added:
+                steps["conditioned on answering"] = added
             report = self._report(collected, source)
         finally:
             for s in collected.steps:
@@ -200,6 +204,7 @@ class Pipeline:
                     seed=cfg.seed,
                     corpus=step.corpus(metric),
                     unscored=step.unscored.get(metric, 0),
+                    not_applicable=step.not_applicable.get(metric, 0),
                     info=step.info.get(metric),
                 )
         n = collected.steps[0].n if collected.steps else 0
@@ -298,11 +303,14 @@ def summarize(
     corpus: CorpusStatistic | None = None,
     failures: Sequence[Failure | None] = (),
     unscored: int | None = None,
+    not_applicable: int | None = None,
     info: MetricInfo | None = None,
 ) -> MetricSummary:
     """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
     ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
-    (or ``unscored`` says how many there were). ``values`` may be a run's :class:`Column` (a
+    (or ``unscored`` says how many there were), and samples the metric does not apply to
+    (``not_applicable``, counted from ``failures`` when not given) are neither scored nor
+    errors. ``values`` may be a run's :class:`Column` (a
     million floats are not made Python objects)."""
     info = info or MetricInfo()
     described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
@@ -311,11 +319,14 @@ def summarize(
         values.extend(given)
     column, present = values.arrays()
     scored = np.flatnonzero(present)
-    errors = len(present) - len(scored)
     if unscored is None:
         unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
+    if not_applicable is None:
+        not_applicable = sum(1 for f in failures if f is not None and not f.counts)
+    errors = len(present) - len(scored) - not_applicable
+    counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
     if not len(scored):
-        return MetricSummary(mean=None, n=0, errors=errors, unscored=unscored, **described)
+        return MetricSummary(mean=None, n=0, **counts, **described)
     ci: tuple[float, float] | tuple[None, None]
     if corpus is not None:
         rows = corpus.rows[scored]
@@ -330,6 +341,6 @@ def summarize(
         ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
         aggregate = "mean"
     return MetricSummary(
-        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), errors=errors,
-        unscored=unscored, aggregate=aggregate, **described,
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), **counts,
+        aggregate=aggregate, **described,
     )  # fmt: skip

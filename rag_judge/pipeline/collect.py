@@ -46,6 +46,7 @@ class Step:
     signatures: dict[str, Signature] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     unscored: dict[str, int] = field(default_factory=dict)
+    not_applicable: dict[str, int] = field(default_factory=dict)
     n: int = 0
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
@@ -67,6 +68,8 @@ class Step:
             for metric, failure in errors.items():
                 if failure.kind is FailureKind.UNSCORED:
                     self.unscored[metric] = self.unscored.get(metric, 0) + 1
+                elif failure.kind is FailureKind.NOT_APPLICABLE:
+                    self.not_applicable[metric] = self.not_applicable.get(metric, 0) + 1
             self.spool.write(_detail_line(errors, judgments))
         self.n += size
 

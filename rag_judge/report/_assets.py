@@ -60,6 +60,21 @@ pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);padding:6px 
 .missed{margin:4px 0;color:var(--bad)}.note{font-size:12px;color:var(--mute);margin:4px 0}
 .banner{margin:8px 0 0;padding:8px 12px;border:1px solid #e0b252;background:#fff8e6}
 .text{margin:0;white-space:pre-wrap}
+.na{color:var(--mute)}ul.na{font-size:12px;margin:4px 0}
+.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;
+  text-transform:none;letter-spacing:0;vertical-align:1px}
+.badge.abstained{background:#e0e8f9;color:#2d3a8c;border:1px solid #98aee4}
+.legend{font-weight:400;text-transform:none;letter-spacing:0;margin-left:8px}
+mark.claim,.key{color:inherit;background:none;border-radius:2px;padding:0 1px}
+mark.claim::after{content:attr(data-n);font-size:9px;vertical-align:super;color:var(--mute)}
+mark.supported,.key.supported{border-bottom:1px dotted #3f9142}
+mark.unsupported,.key.unsupported{background:#ffe3a3;border-bottom:2px solid #d9822b}
+mark.contradicted,.key.contradicted{background:#ffc9c9;border-bottom:2px solid #c23030}
+.claims{font-size:13px;margin:4px 0}.claims li{margin-bottom:3px}
+.verdict{font-size:11px;font-weight:600;text-transform:uppercase;letter-spacing:.03em}
+.verdict.supported{color:#2f7d32}.verdict.unsupported{color:#a35a00}
+.verdict.contradicted{color:#b42318}.verdict.other{color:var(--mute)}
+.unlocated{font-style:italic}
 [hidden]{display:none!important}
 """
 

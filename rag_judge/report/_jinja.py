@@ -17,7 +17,13 @@ from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from rag_judge.report._format import MISSING, amount, interval, num, short
-from rag_judge.report._sample_view import UNJUDGED, context_grades, not_retrieved
+from rag_judge.report._sample_view import (
+    UNJUDGED,
+    context_grades,
+    failures,
+    grounding_view,
+    not_retrieved,
+)
 from rag_judge.report._templates import PAGE, SAMPLES, SVG
 from rag_judge.report.model import Judgment, Signature
 
@@ -53,6 +59,8 @@ def env() -> Environment:
         unjudged=UNJUDGED,
         context_grades=context_grades,
         not_retrieved=not_retrieved,
+        grounding_view=grounding_view,
+        failures=failures,
     )
     return environment
 

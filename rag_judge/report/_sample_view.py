@@ -2,6 +2,10 @@
 kind) and rows (cells shaded on each metric's scale), and what a sample's details add to its
 scores (each context's gold grade, the relevant documents not retrieved).
 
+A sample with a grounding judgment shows its answer cut into pieces at the claims the judge
+found in it (:func:`grounding_view`), each claim marked with its verdict, and its failures apart
+from the metrics that do not apply to it (:func:`failures`).
+
 Plain values computed from the Report, kept apart from the page's assembly (``html.py``) because
 the template's environment (``_jinja.py``) and the selection of the samples a large page holds
 (``_inline.py``) use them too.
@@ -14,20 +18,36 @@ from dataclasses import dataclass
 
 from rag_judge.data.sample import Context, Sample
 from rag_judge.report.charts import Scale
-from rag_judge.report.model import MetricKind, Report, SampleResult
+from rag_judge.report.model import (
+    ClaimJudgment,
+    Failure,
+    FailureKind,
+    MetricKind,
+    Report,
+    SampleResult,
+)
 
 __all__ = [
+    "GROUNDING",
     "UNJUDGED",
     "Cell",
+    "ClaimView",
+    "GroundingView",
+    "Piece",
     "Row",
     "column_groups",
     "context_grades",
+    "failures",
+    "grounding_view",
     "is_twin",
     "not_retrieved",
     "table_row",
 ]
 
 UNJUDGED = "unjudged"
+GROUNDING = "grounding"  # the judgments' key the grounding evaluator records claims under
+# The verdicts a claim can have; each is a CSS class of its mark (any other verdict: "other").
+_VERDICTS = frozenset({"supported", "contradicted", "unsupported"})
 # The sample table's column groups, in order: answer quality first, so a judge's scores are
 # not off-screen behind a score of retrieval columns.
 _GROUPS: tuple[tuple[str, frozenset[MetricKind]], ...] = (
@@ -74,11 +94,112 @@ def not_retrieved(sample: Sample) -> list[tuple[str, float]]:
     return sorted(missed, key=lambda p: -p[1])
 
 
+def failures(r: SampleResult) -> tuple[dict[str, Failure], dict[str, Failure]]:
+    """``r``'s failures, and apart from them the metrics that do not apply to it (which are
+    not failures: an abstention has no claims to check)."""
+    failed = {m: f for m, f in r.errors.items() if f.counts}
+    return failed, {m: f for m, f in r.errors.items() if not f.counts}
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """One claim as the page lists it: ``n`` its 1-based place in the judge's list, ``css``
+    its verdict as a class name, ``detail`` the reason, the contexts behind the verdict and
+    the ranks cited, on one line; ``located`` whether it is marked in the answer shown."""
+
+    n: int
+    text: str
+    verdict: str
+    css: str
+    detail: str
+    located: bool
+
+    @property
+    def title(self) -> str:
+        """The mark's tooltip: the verdict and the detail."""
+        return f"claim {self.n}: {self.verdict}" + (f" · {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of the answer's text: a claim's (marked) or the text between claims."""
+
+    text: str
+    claim: ClaimView | None = None
+
+
+@dataclass(frozen=True)
+class GroundingView:
+    """A sample's grounding judgment as the page draws it: the answer in pieces (empty
+    without an answer), every claim in the judge's order, and whether the answer abstains."""
+
+    abstained: bool
+    pieces: list[Piece]
+    claims: list[ClaimView]
+
+
+def grounding_view(r: SampleResult) -> GroundingView | None:
+    """``r``'s grounding judgment for the page, or None when it has none. A claim is marked
+    in the answer where its span holds its very text (a span past the answer shown, cut on a
+    large page, or overlapping an earlier claim's, is not), else only listed."""
+    j = r.judgments.get(GROUNDING)
+    if j is None or (j.claims is None and j.abstained is None):
+        return None
+    answer = (r.sample.answer if r.sample is not None else None) or ""
+    claims = j.claims or []
+    spans: dict[int, tuple[int, int]] = {}  # claim index -> its span, in the answer's order
+    end = 0
+    for i in sorted(range(len(claims)), key=lambda i: claims[i].span or (-1, -1)):
+        span = claims[i].span
+        if span is None or not end <= span[0] < span[1] <= len(answer):
+            continue
+        if answer[span[0] : span[1]] == claims[i].text:
+            spans[i], end = span, span[1]
+    views = [_claim_view(n, c, n - 1 in spans) for n, c in enumerate(claims, 1)]
+    pieces: list[Piece] = []
+    at = 0
+    for i, (a, b) in spans.items():
+        if a > at:
+            pieces.append(Piece(answer[at:a]))
+        pieces.append(Piece(answer[a:b], views[i]))
+        at = b
+    if at < len(answer):
+        pieces.append(Piece(answer[at:]))
+    return GroundingView(bool(j.abstained), pieces, views)
+
+
+def _claim_view(n: int, c: ClaimJudgment, located: bool) -> ClaimView:
+    css = c.verdict if c.verdict in _VERDICTS else "other"
+    parts = [c.reason] if c.reason else []
+    if c.support:
+        by = "contradicted by" if c.verdict == "contradicted" else "supported by"
+        parts.append(f"{by} {_ranks(c.support, c.support_ids)}")
+    elif c.verdict == "supported":
+        parts.append("no supporting context named")
+    if c.cited is not None:
+        retrieved = [r for r in c.cited if r > 0]
+        cites = f"cites {_ranks(retrieved, None)}" if retrieved else ""
+        if len(retrieved) < len(c.cited):
+            cites += (" and " if cites else "cites ") + "a context that was not retrieved"
+        parts.append(cites or "no citation")
+    return ClaimView(n, c.text, c.verdict, css, " · ".join(parts), located)
+
+
+def _ranks(ranks: Sequence[int], ids: Sequence[str | None] | None) -> str:
+    """``context 2`` or ``contexts 1 (d1), 3 (d7)``: ranks with their ids where known."""
+    named = [
+        f"{r} ({ids[k]})" if ids is not None and k < len(ids) and ids[k] else str(r)
+        for k, r in enumerate(ranks)
+    ]
+    return ("context " if len(named) == 1 else "contexts ") + ", ".join(named)
+
+
 @dataclass(frozen=True)
 class Cell:
     value: float | None
     failed: bool
     shade: int
+    na: bool = False  # the metric does not apply to the sample
 
 
 @dataclass(frozen=True)
@@ -90,12 +211,13 @@ class Row:
 
 def table_row(r: SampleResult, metrics: Sequence[str], scales: Mapping[str, Scale]) -> Row:
     """``r``'s row of the sample table: a cell per metric, shaded in fifths of its scale."""
-    cells = [_cell(r.scores.get(m), scales[m], m in r.errors) for m in metrics]
-    return Row(r.id, int(bool(r.errors)), cells)
+    cells = [_cell(r.scores.get(m), scales[m], r.errors.get(m)) for m in metrics]
+    return Row(r.id, int(any(f.counts for f in r.errors.values())), cells)
 
 
-def _cell(value: float | None, scale: Scale, failed: bool) -> Cell:
+def _cell(value: float | None, scale: Scale, failure: Failure | None) -> Cell:
     frac = 0.0
     if value is not None and scale.hi is not None:
         frac = (value - scale.lo) / ((scale.hi - scale.lo) or 1.0)
-    return Cell(value, failed, min(max(int(frac * 5), 0), 4))
+    na = failure is not None and failure.kind is FailureKind.NOT_APPLICABLE
+    return Cell(value, failure is not None and not na, min(max(int(frac * 5), 0), 4), na)

@@ -44,8 +44,8 @@ height="6"/>{% endif %}<rect class=m x="{{ (b.mean - 1)|f1 }}" y="1" width="2" h
 
 SAMPLES = """\
 {% macro cell(c) %}
-{% if c.value is none %}<td class='num{{ " bad" if c.failed }}' data-v=''>\
-{{ "error" if c.failed else missing }}</td>
+{% if c.value is none %}<td class='num{{ " bad" if c.failed }}{{ " na" if c.na }}' data-v=''>\
+{{ "error" if c.failed else "n/a" if c.na else missing }}</td>
 {%- else %}<td class='num h{{ c.shade }}' data-v='{{ c.value|repr }}'>{{ c.value|short }}</td>
 {%- endif %}
 {% endmacro %}
@@ -57,16 +57,36 @@ SAMPLES = """\
 {%- if j|extras %}<pre class=extra>{{ j|extras }}</pre>{% endif %}</td>\
 <td class=num>{{ j.attempts }}</td><td>{{ "yes" if j.cached else "no" }}</td></tr>
 {%- endmacro %}
+{% macro abstained() %}<span class="badge abstained">abstained</span>{% endmacro %}
+{% macro grounded(g) %}
+{% if g.pieces %}<p class="text answer">{% for p in g.pieces %}{% if p.claim %}\
+<mark class="claim {{ p.claim.css }}" data-n="{{ p.claim.n }}" title="{{ p.claim.title }}">\
+{{ p.text }}</mark>{% else %}{{ p.text }}{% endif %}{% endfor %}</p>{% endif %}
+{% if g.claims %}<ol class=claims>
+{%- for c in g.claims %}<li><span class="verdict {{ c.css }}">{{ c.verdict }}</span> \
+{% if c.located %}{{ c.text }}{% else %}<span class=unlocated>{{ c.text }}</span> <span \
+class="tag unj">not located in the answer</span>{% endif %}{% if c.detail %}<br><span \
+class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
+{% endif %}
+{%- endmacro %}
 {% macro details(r, cut=none) %}
 {% set s = r.sample %}
-<details id="s-{{ r.id }}" data-id="{{ r.id }}" data-err={{ 1 if r.errors else 0 }}><summary>\
-{{ r.id }}{% if r.errors %} <span class=bad>{{ r.errors|length|plural("error") }}</span>{% endif %}
+{% set failed, na = failures(r) %}
+{% set g = grounding_view(r) %}
+<details id="s-{{ r.id }}" data-id="{{ r.id }}" data-err={{ 1 if failed else 0 }}><summary>\
+{{ r.id }}{% if failed %} <span class=bad>{{ failed|length|plural("error") }}</span>{% endif %}
+{%- if g and g.abstained %} {{ abstained() }}{% endif %}
 {%- if cut %} <span class=tag>{{ cut.why }}</span>{% endif %}
 {%- if s and s.question %} <span class=muted>{{ s.question|clip(100) }}</span>{% endif %}\
 </summary><div class=body>
 {% if s %}
 {% if s.question is not none %}<h4>question</h4><p class=text>{{ s.question }}</p>{% endif %}
-{% if s.answer is not none %}<h4>answer</h4><p class=text>{{ s.answer }}</p>{% endif %}
+{% if s.answer is not none %}<h4>answer{% if g and g.abstained %} {{ abstained() }}{% endif %}\
+{% if g and g.claims %} <span class=legend>claims: <span class="key unsupported">unsupported\
+</span> <span class="key contradicted">contradicted</span> <span class="key supported">supported\
+</span></span>{% endif %}</h4>
+{% if g %}{{ grounded(g) }}{% else %}<p class=text>{{ s.answer }}</p>{% endif %}
+{% endif %}
 {% for ref in s.references %}<h4>reference {{ loop.index }}</h4><p class=text>{{ ref }}</p>
 {% endfor %}
 {% if s.contexts %}<h4>contexts (rank order, gold grade)</h4><ol class=ctx>
@@ -83,8 +103,16 @@ SAMPLES = """\
 {% endfor %}{% if cut and cut.more_missed %} and {{ cut.more_missed|amount }} more{% endif %}</p>
 {% endif %}
 {% endif %}
-{% if r.errors %}<h4>errors</h4><ul class=errors>
-{%- for metric, failure in r.errors.items() %}<li><b>{{ metric }}</b>: {{ failure.text() }}</li>
+{% if g and not (s and s.answer is not none) %}<h4>claims{% if g.abstained %} {{ abstained() }}\
+{% endif %}</h4>
+{{ grounded(g) }}
+{% endif %}
+{% if failed %}<h4>errors</h4><ul class=errors>
+{%- for metric, failure in failed.items() %}<li><b>{{ metric }}</b>: {{ failure.text() }}</li>
+{%- endfor %}</ul>
+{% endif %}
+{% if na %}<h4>not applicable</h4><ul class=na>
+{%- for metric, failure in na.items() %}<li><b>{{ metric }}</b>: {{ failure.message }}</li>
 {%- endfor %}</ul>
 {% endif %}
 {% if r.judgments %}<h4>judgments</h4><table class=judg><thead><tr><th>rubric</th><th>score</th>\
@@ -126,12 +154,14 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 offline runs and CI, not an LLM's judgment.{% endfor %}</p>{% endif %}</header>
 <section id=summary><h2>Summary</h2><table class=summary><thead><tr><th>metric</th>\
 <th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
-<th class=num>errors</th><th class=num>unscored</th><th>aggregate</th></tr></thead><tbody>
+<th class=num>errors</th><th class=num>unscored</th><th class=num title="samples the metric \
+does not apply to">n/a</th><th>aggregate</th></tr></thead><tbody>
 {% for row in summary %}
 <tr><th scope=row>{{ row.metric }}</th><td class=num>{{ row.s.mean|num }}</td>\
 <td class=num>{{ row.s.ci_low|interval(row.s.ci_high) }}</td>\
 <td>{% if row.bar %}{{ svg.cibar(row.bar) }}{% endif %}</td><td class=num>{{ row.s.n }}</td>\
-{{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}<td class=agg>{{ row.s.aggregate }}</td></tr>
+{{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}\
+<td class=num>{{ row.s.not_applicable }}</td><td class=agg>{{ row.s.aggregate }}</td></tr>
 {% endfor %}
 </tbody></table>
 {% if twins %}<p class=note>Normalised twins hidden (each restates its rubric on [0, 1]; \
@@ -142,7 +172,8 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 {% for d in distributions %}
 <figure class=card><figcaption><b>{{ d.metric }}</b> <span>mean {{ d.s.mean|short }}</span>\
 </figcaption>{{ svg.histogram(d.histogram) }}<small>n={{ d.s.n }}
-{%- if d.s.errors %} · {{ d.s.errors|plural("error") }}{% endif %}</small></figure>
+{%- if d.s.errors %} · {{ d.s.errors|plural("error") }}{% endif %}
+{%- if d.s.not_applicable %} · {{ d.s.not_applicable }} n/a{% endif %}</small></figure>
 {% endfor %}
 </div></section>
 <section id=atk><h2>Retrieval across k</h2>

@@ -12,8 +12,9 @@ with a target, the target's answer and contexts). ``charts.py`` computes the SVG
 the template's macros draw it.
 
 The page explains its numbers: each context's gold grade and the relevant documents that were
-not retrieved, the sample table's columns grouped by kind (``_sample_view.py``), and the
-library versions.
+not retrieved, a grounding judgment's claims marked in the answer by verdict (an abstention
+badged), the metrics that do not apply to a sample kept apart from its failures, the sample
+table's columns grouped by kind (``_sample_view.py``), and the library versions.
 
 The page stays small whatever the number of samples: ``_inline.py`` picks the samples it holds
 (every one while they fit in :data:`SAMPLE_BUDGET` bytes, else at most :data:`INLINE_ROWS`, the
@@ -92,8 +93,9 @@ def scale_of(metric: str, report: Report) -> Scale:
     lo, hi = s.scale
     if hi is None:
         return Scale(lo, None)
-    rubric = s.kind is MetricKind.JUDGE and s.normalises is None
-    return Scale(lo, hi, discrete=rubric and float(lo).is_integer() and float(hi).is_integer())
+    # a 1-5 rubric's verdicts are integers; a judge's shares (claim_support) are not
+    rubric = s.kind is MetricKind.JUDGE and s.normalises is None and (lo, hi) == (1.0, 5.0)
+    return Scale(lo, hi, discrete=rubric)
 
 
 def k_families(summary: Mapping[str, MetricSummary]) -> dict[str, list[tuple[int, MetricSummary]]]:

@@ -34,11 +34,14 @@ def render_markdown(report: Report) -> str:
 
 
 def summary_table(report: Report) -> str:
-    head = f"| metric | mean | {ci_label(report.confidence)} | n | errors | unscored | aggregate |"
-    rows = [head, "|---|---:|---:|---:|---:|---:|---|"]
+    """The summary as a Markdown table: ``n`` scored samples, ``errors`` failed (``unscored``
+    of them verdicts that could not be read), ``n/a`` samples the metric does not apply to."""
+    ci = ci_label(report.confidence)
+    head = f"| metric | mean | {ci} | n | errors | unscored | n/a | aggregate |"
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---|"]
     for metric, s in report.summary.items():
         cells = [metric, num(s.mean), interval(s.ci_low, s.ci_high), s.n, s.errors, s.unscored]
-        rows.append("| " + " | ".join(map(str, [*cells, s.aggregate])) + " |")
+        rows.append("| " + " | ".join(map(str, [*cells, s.not_applicable, s.aggregate])) + " |")
     return "\n".join(rows)
 
 

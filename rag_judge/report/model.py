@@ -29,6 +29,7 @@ from rag_judge._version import __version__
 from rag_judge.errors import DataError
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
+    ClaimJudgment,
     Failure,
     FailureKind,
     Judgment,
@@ -42,6 +43,7 @@ from rag_judge.report.types import (
 
 __all__ = [
     "SAMPLES_FILE",
+    "ClaimJudgment",
     "Failure",
     "FailureKind",
     "Judgment",
@@ -123,7 +125,8 @@ class Report(BaseModel):
         return {sid: index.value(metric, i) for i, sid in enumerate(index.ids)}
 
     def judge_rubrics(self) -> list[str]:
-        """The judge metrics on their own 1-5 scale (not their normalised twins)."""
+        """The judge metrics on their own scale: 1-5 rubrics and the grounding evaluator's
+        claim metrics and rates (not a rubric's normalised twin)."""
         return [
             m
             for m, s in self.summary.items()

@@ -94,7 +94,8 @@ class SampleIndex:
                 column = self._columns.setdefault(metric, Column())
                 column.push(i, math.nan if value is None else value, value is not None)
         for metric, failure in r.errors.items():
-            self.failures.append((i, metric, failure))
+            if failure.counts:  # a metric that does not apply to the sample did not fail
+                self.failures.append((i, metric, failure))
         for rubric, j in r.judgments.items():
             key, is_spread = np.nan, False
             if j.score is not None and j.spread is not None:

@@ -20,6 +20,7 @@ from pydantic import (
 from rag_judge.data.sample import Sample
 
 __all__ = [
+    "ClaimJudgment",
     "Failure",
     "FailureKind",
     "Judgment",
@@ -137,6 +138,9 @@ class FailureKind(str, Enum):
     ERROR = "error"  # the computation or the judge call failed
     UNSCORED = "unscored"  # the judge replied, but no 1-5 verdict could be read from it
     MISSING_INPUT = "missing_input"  # the sample lacks a field the metric needs
+    # The metric does not apply to the sample (an abstention has no claims to check; an
+    # over-refusal rate reads only answerable questions): not a failure, not counted as one.
+    NOT_APPLICABLE = "not_applicable"
 
 
 class Failure(BaseModel):
@@ -149,7 +153,38 @@ class Failure(BaseModel):
 
     def text(self) -> str:
         """One line for a person: the message, prefixed ``unscored:`` for an unscored verdict."""
-        return f"unscored: {self.message}" if self.kind is FailureKind.UNSCORED else self.message
+        if self.kind is FailureKind.UNSCORED:
+            return f"unscored: {self.message}"
+        if self.kind is FailureKind.NOT_APPLICABLE:
+            return f"n/a: {self.message}"
+        return self.message
+
+    @property
+    def counts(self) -> bool:
+        """Whether this is a failure to count (every kind but ``not_applicable``)."""
+        return self.kind is not FailureKind.NOT_APPLICABLE
+
+
+class ClaimJudgment(BaseModel):
+    """One claim of an answer as the grounding judge saw it: its text, its verdict, the
+    1-based ranks (and ids) of the retrieved contexts that entail it (or, for a contradicted
+    claim, contradict it), the ranks its citation markers point at (0: at nothing retrieved),
+    the judge's reason, and where it sits in the answer (character offsets, when found)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    verdict: str  # supported | contradicted | unsupported
+    support: list[int] = Field(default_factory=list)
+    support_ids: list[str | None] | None = None
+    cited: list[int] | None = None
+    reason: str = ""
+    span: tuple[int, int] | None = None
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
 
 
 class Judgment(BaseModel):
@@ -179,6 +214,8 @@ class Judgment(BaseModel):
     rank: int | None = None  # per-context judgments: the context's 1-based rank ...
     id: str | None = None  # ... and its id
     contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
+    claims: list[ClaimJudgment] | None = None  # grounding: the answer's claims with verdicts
+    abstained: bool | None = None  # grounding: the answer declines to answer
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -198,6 +235,7 @@ class MetricSummary(BaseModel):
     n: int
     errors: int = 0
     unscored: int = 0
+    not_applicable: int = 0  # samples the metric does not apply to (neither n nor errors)
     aggregate: str = "mean"
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)

@@ -88,7 +88,7 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
         assert "Traceback" not in err
         assert (
             f"rag-judge: interrupted: stopped (t) during evaluators[0] (judge): "
-            f"judge: {ANSWERED}/30 calls" in err
+            f"judge: {ANSWERED}/34 calls" in err
         )
         assert "rerunning the same command resumes" in err
         assert not (out / "report.json").exists()
@@ -98,7 +98,7 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
         released = True
         before = srv.received
         assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
-        assert srv.received - before == 30 - ANSWERED
+        assert srv.received - before == 34 - ANSWERED
         assert (out / "report.json").exists()
         capsys.readouterr()
 

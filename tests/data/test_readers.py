@@ -308,7 +308,7 @@ BAD_DATASETS = [
         "d.jsonl",
         {"id": "q1", "refrences": ["x"]},
         "2: unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
-        "contexts, answer, references, relevance, metadata",
+        "contexts, answer, references, relevance, answerable, metadata",
     ),
     ("d.jsonl", "[1, 2]", "2: expected a JSON object (one sample per line), got a list"),
     ("d.jsonl", '"q1"', "2: expected a JSON object (one sample per line), got the string 'q1'"),
@@ -376,7 +376,8 @@ BAD_DATASETS = [
         "d.csv",
         "id,questoin\nq1,x\n",
         "1: unknown column 'questoin' (did you mean 'question'?) for the rag-judge layout; "
-        "valid columns: id, question, answer, references, contexts, relevance, metadata",
+        "valid columns: id, question, answer, references, contexts, relevance, answerable, "
+        "metadata",
     ),
 ]
 

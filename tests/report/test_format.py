@@ -53,7 +53,7 @@ def _report() -> Report:
     return Report(
         summary={
             "x": MetricSummary(mean=0.5, ci_low=0.5, ci_high=0.5, n=1, errors=1, unscored=1),
-            "y": MetricSummary(mean=None, n=0, errors=2),
+            "y": MetricSummary(mean=None, n=0, errors=2, not_applicable=3),
         },
         samples=[SampleResult(id="a", scores={"x": 0.5}), failed],
         signatures={"x": Signature(name="x", options={"k": "1"}, run={"ci": "b-9@0.9"})},
@@ -63,9 +63,10 @@ def _report() -> Report:
 
 def test_summary_table_reads_the_level_and_shows_missing_values() -> None:
     lines = summary_table(_report()).splitlines()
-    assert lines[0] == "| metric | mean | 90% CI | n | errors | unscored | aggregate |"
-    assert lines[2] == "| x | 0.5000 | [0.5000, 0.5000] | 1 | 1 | 1 | mean |"
-    assert lines[3] == "| y | – | – | 0 | 2 | 0 | mean |"
+    assert lines[0] == "| metric | mean | 90% CI | n | errors | unscored | n/a | aggregate |"
+    assert lines[1] == "|---|---:|---:|---:|---:|---:|---:|---|"
+    assert lines[2] == "| x | 0.5000 | [0.5000, 0.5000] | 1 | 1 | 1 | 0 | mean |"
+    assert lines[3] == "| y | – | – | 0 | 2 | 0 | 3 | mean |"
 
 
 def test_markdown_lists_failures_and_rendered_signatures() -> None:

@@ -298,7 +298,9 @@ def test_demo_report_renders_in_chromium(tmp_path: Path) -> None:
     assert re.search(r'<body[^>]*data-ready="1"', dom)
     mean = f"{report.summary['ndcg@5'].mean:.4f}"
     assert re.search(rf"<th scope=\"row\">ndcg@5</th><td class=\"num\">{mean}</td>", dom)
-    assert 'class="kchart"' in dom and dom.count("<details") == 30
+    assert 'class="kchart"' in dom and dom.count("<details") == 34
+    # grounding: the stub's three contradicted claims (invented figures) are highlighted
+    assert dom.count('<mark class="claim contradicted"') == 3
     shot = tmp_path / "report.png"
     _chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2000")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -22,12 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.ratelimit import Sleeper, estimate_tokens
 from rag_judge.llm.sections import parse_sections
+from rag_judge.text import DEFAULT_CITATION_PATTERN, claim_sentences, is_abstention
 
 __all__ = [
     "Responder",
     "StubClient",
     "always_tie",
     "fixed",
+    "grounding_stub",
     "is_pairwise",
     "lexical_support",
     "pairwise_lexical",
@@ -132,6 +134,8 @@ def fixed(score: int = 3, reason: str = "fixed stub verdict") -> Responder:
     def respond(request: CompletionRequest) -> str | Completion:
         if is_pairwise(request):
             return always_tie(request)
+        if _grounding_key(request):
+            return grounding_stub(request)
         return _verdict(request, score, reason)
 
     return _named(respond, f"stub-fixed-{score}")
@@ -171,13 +175,17 @@ def scripted(
     return _named(respond, name)
 
 
+# Citation markers ("[1]", "[d3]") are where a statement comes from, not what it says.
+_MARKERS = re.compile(DEFAULT_CITATION_PATTERN)
+
+
 def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.casefold()) if w not in _STOPWORDS]
+    return [w for w in _WORD.findall(_MARKERS.sub(" ", text).casefold()) if w not in _STOPWORDS]
 
 
 def support(answer: str, evidence: Iterable[str]) -> float:
-    """Share of the answer's content words (stopwords dropped) found in the evidence, in [0, 1];
-    0 for an answer with no content words."""
+    """Share of the answer's content words (stopwords and citation markers dropped) found in
+    the evidence, in [0, 1]; 0 for an answer with no content words."""
     words = _content_words(answer)
     if not words:
         return 0.0
@@ -201,7 +209,8 @@ def lexical_support() -> Responder:
     * ANSWER alone: the share of distinct content words, a crude fluency/coherence proxy that
       punishes repetition.
 
-    A pairwise request is answered by ``pairwise_lexical``. Deterministic and free, it checks
+    A pairwise request is answered by ``pairwise_lexical``, a claim or claim-verdict request
+    (grounding) by ``grounding_stub``. Deterministic and free, it checks
     the plumbing; it is not a judgment of meaning.
     """
     pairwise = pairwise_lexical()
@@ -209,6 +218,8 @@ def lexical_support() -> Responder:
     def respond(request: CompletionRequest) -> str | Completion:
         if is_pairwise(request):
             return pairwise(request)
+        if _grounding_key(request):
+            return grounding_stub(request)
         sections = parse_sections(_prompt(request))
         answer, question = sections.get("ANSWER"), sections.get("QUESTION")
         contexts = [b for n, b in sections.items() if n.startswith("CONTEXT")]
@@ -258,3 +269,61 @@ def pairwise_lexical() -> Responder:
         return _preference(request, winner, reason)
 
     return _named(respond, "stub-pairwise-lexical")
+
+
+def _grounding_key(request: CompletionRequest) -> str | None:
+    """``"claims"`` or ``"verdicts"`` for the grounding evaluator's two requests (by the JSON
+    schema's key, or without a schema by the sections shown), else None."""
+    if request.json_schema is not None:
+        keys = request.json_schema.get("properties") or {}
+        return next((k for k in ("claims", "verdicts") if k in keys), None)
+    sections = parse_sections(_prompt(request))
+    if "CLAIM 1" in sections:
+        return "verdicts"
+    return None
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+SUPPORT_SHARE = 0.75  # of a claim's content words a supporting context must contain
+CONTRADICT_SHARE = 0.5  # ... a context must contain to contradict the claim's numbers
+
+
+def grounding_stub(request: CompletionRequest) -> str:
+    """The stub's grounding judge, by rule. Claims: the answer's sentences
+    (``rag_judge.text.claim_sentences``), none when ``is_abstention`` says it declines. A claim's
+    verdict, from word overlap with each context: *supported* by every context that holds at
+    least ``SUPPORT_SHARE`` of its content words and every number it states; else
+    *contradicted* by every context that holds at least ``CONTRADICT_SHARE`` of its words and
+    numbers but none of the claim's; else *unsupported*."""
+    sections = parse_sections(_prompt(request))
+    if _grounding_key(request) == "claims":
+        answer = sections.get("ANSWER", "")
+        abstains = is_abstention(answer)
+        claims = [] if abstains else claim_sentences(answer)
+        return json.dumps({"abstention": abstains, "claims": claims}, ensure_ascii=False)
+    contexts = {int(n.split()[1]): b for n, b in sections.items() if n.startswith("CONTEXT ")}
+    numbered = sorted((int(n.split()[1]), b) for n, b in sections.items() if n.startswith("CLAIM "))
+    return json.dumps({"verdicts": [_claim_verdict(i, c, contexts) for i, c in numbered]})
+
+
+def _claim_verdict(number: int, claim: str, contexts: dict[int, str]) -> dict[str, object]:
+    numbers = set(_NUMBER.findall(claim))
+    shares = {r: support(claim, [text]) for r, text in sorted(contexts.items())}
+    found = {r: set(_NUMBER.findall(text)) for r, text in contexts.items()}
+    backing = [r for r, share in shares.items() if share >= SUPPORT_SHARE and numbers <= found[r]]
+    if backing:
+        best = max(shares[r] for r in backing)
+        reason = f"{best:.0%} of the claim's content words appear in context {backing[0]}"
+        return {"claim": number, "verdict": "supported", "contexts": backing, "reason": reason}
+    against = [
+        r
+        for r, share in shares.items()
+        if numbers and share >= CONTRADICT_SHARE and found[r] and not numbers & found[r]
+    ]
+    if against:
+        stated = ", ".join(sorted(numbers))
+        reason = f"context {against[0]} covers the claim but states other figures than {stated}"
+        return {"claim": number, "verdict": "contradicted", "contexts": against, "reason": reason}
+    best = max(shares.values(), default=0.0)
+    reason = f"at most {best:.0%} of the claim's content words appear in any context"
+    return {"claim": number, "verdict": "unsupported", "contexts": [], "reason": reason}

@@ -1,0 +1,74 @@
+"""Judge rubrics over answered samples only: ``faithfulness_answered`` is ``faithfulness``
+where the grounding evaluator found that the answer answers, and does not apply where it
+abstains (a refusal is neither faithful nor unfaithful; averaging it in as a 5, or dropping it
+without a trace, would both mislead). Built after every evaluator has run, from their
+columns, as one more step of the run."""
+
+from __future__ import annotations
+
+from rag_judge.config import ExperimentConfig
+from rag_judge.evaluators.base import EvaluatorResult
+from rag_judge.evaluators.grounding import GroundingEvaluator
+from rag_judge.pipeline.collect import Collected, Step
+from rag_judge.report.model import Failure, FailureKind, MetricKind
+from rag_judge.report.samples import Column
+
+__all__ = ["ANSWERED", "add_conditioned"]
+
+ANSWERED = "_answered"
+
+
+def add_conditioned(cfg: ExperimentConfig, collected: Collected, chunk: int) -> list[str]:
+    """Add a step with ``<rubric>_answered`` for every rubric a grounding evaluator names in
+    ``conditioned`` that some judge step scored; returns the new metrics (none: no step)."""
+    rubrics = [
+        m for e in cfg.evaluators if isinstance(e, GroundingEvaluator) for m in e.conditioned
+    ]
+    answered = _find(collected.steps, "answer_rate")
+    if answered is None:
+        return []
+    wanted = []
+    for rubric in dict.fromkeys(rubrics):
+        step = _find(collected.steps, rubric)
+        if step is not None and step.info[rubric].kind is MetricKind.JUDGE:
+            wanted.append((rubric, step))
+    if not wanted:
+        return []
+    gate = answered.columns["answer_rate"]
+    out = collected.step({r + ANSWERED: s.info[r] for r, s in wanted})
+    for start in range(0, answered.n, chunk):
+        stop = min(start + chunk, answered.n)
+        result = EvaluatorResult.empty(stop - start, {})
+        for rubric, step in wanted:
+            name = rubric + ANSWERED
+            sig = step.signatures[rubric]
+            result.signatures[name] = sig.model_copy(
+                update={"name": name, "options": {**sig.options, "given": "answered"}}
+            )
+            result.scores[name] = _values(result, name, rubric, step.columns[rubric], gate, start)
+        out.add(result)
+    return list(out.columns)
+
+
+def _find(steps: list[Step], metric: str) -> Step | None:
+    return next((s for s in steps if metric in s.columns), None)
+
+
+def _values(
+    result: EvaluatorResult, name: str, rubric: str, column: Column, gate: Column, start: int
+) -> list[float | None]:
+    values: list[float | None] = []
+    for j in range(len(result.errors)):
+        answered, value = gate.get(start + j), column.get(start + j)
+        if answered is None:
+            why = Failure(message="no abstention verdict: the grounding evaluator failed here")
+        elif answered == 0.0:
+            why = Failure(kind=FailureKind.NOT_APPLICABLE, message="the answer abstains")
+        elif value is None:
+            why = Failure(message=f"{rubric} has no score for this sample")
+        else:
+            why = None
+        values.append(None if why else value)
+        if why:
+            result.errors[j][name] = why
+    return values
