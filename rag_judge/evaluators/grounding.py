@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from rag_judge._async import run_sync
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators._grounding_score import (
     CITATION_METRICS,
     CLAIM_METRICS,
     RATE_METRICS,
     score_sample,
 )
+from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_all
 from rag_judge.judge.claims import (
@@ -48,9 +48,8 @@ from rag_judge.judge.prompts import PromptRenderer, neutralise
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import Completion, CompletionRequest, LLMClient, LLMError
-from rag_judge.llm.providers import check_capabilities, check_client
+from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import MetricInfo, MetricKind, Signature
-from rag_judge.resources import cache_dir
 from rag_judge.text import DEFAULT_CITATION_PATTERN, Citations, claim_sentences, is_abstention
 
 __all__ = ["CitationOptions", "GroundingEvaluator"]
@@ -116,7 +115,7 @@ class GroundingEvaluator(Evaluator):
     citations: CitationOptions | None = Field(default_factory=CitationOptions)
     conditioned: tuple[str, ...] = ("faithfulness", "correctness")
     client: ClientConfig = Field(default_factory=ClientConfig)
-    cache: Literal["default"] | Path | None = "default"
+    cache: CacheOption = "default"
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = 0
     reask: int = Field(default=1, ge=0, le=3)
@@ -129,18 +128,12 @@ class GroundingEvaluator(Evaluator):
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
         """A cache file named in a config is relative to its folder."""
-        cache = raw.get("cache")
-        if isinstance(cache, str) and cache != "default" and not cache.startswith("~"):
-            raw["cache"] = cache if Path(cache).is_absolute() else str(base / cache)
+        local_cache(raw, base)
         return raw
 
     def prepare(self) -> None:
         """Check the client config (an API key in the environment) and compile the prompts."""
-        try:
-            check_client(self.client)
-        except ConfigError as exc:
-            loc = ("client", *exc.loc)
-            raise ConfigError(f"{format_loc(loc)}: {exc}", loc=loc) from None
+        check_judge_client(self.client)
         if self._renderer is None:
             renderer = PromptRenderer()
             renderer.load(CLAIMS_RUBRIC)
@@ -154,7 +147,7 @@ class GroundingEvaluator(Evaluator):
         return self._renderer
 
     def cache_path(self) -> Path | None:
-        return cache_dir() / "judge.sqlite" if self.cache == "default" else self.cache
+        return cache_file(self.cache)
 
     # ---- metrics ------------------------------------------------------------------------
 

@@ -31,8 +31,9 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.errors import ConfigError, format_loc
+from rag_judge.errors import ConfigError
 from rag_judge.evaluators._judge_used import NORM, Used
+from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_chunks_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
@@ -56,9 +57,8 @@ from rag_judge.judge.verdicts import (
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
-from rag_judge.llm.providers import check_capabilities, check_client
+from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import Failure, FailureKind, Judgment, MetricInfo, MetricKind, Signature
-from rag_judge.resources import cache_dir
 
 __all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator"]
 
@@ -113,7 +113,7 @@ class JudgeEvaluator(Evaluator):
     type: Literal["judge"] = "judge"
     rubrics: tuple[str | Rubric, ...] = Field(default=DEFAULT_RUBRICS, min_length=1)
     client: ClientConfig = Field(default_factory=ClientConfig)
-    cache: Literal["default"] | Path | None = "default"
+    cache: CacheOption = "default"
     template_dirs: tuple[Path, ...] = ()
     n: int = Field(default=1, ge=1, le=20)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -161,10 +161,7 @@ class JudgeEvaluator(Evaluator):
             relative = isinstance(path, str) and not Path(path).is_absolute()
             return str(base / path) if relative else path
 
-        cache = raw.get("cache")
-        if isinstance(cache, str) and cache != "default" and not cache.startswith("~"):
-            raw["cache"] = local(cache)
-
+        local_cache(raw, base)
         rubrics = raw.get("rubrics")
         if isinstance(rubrics, list):
             raw["rubrics"] = [
@@ -187,11 +184,7 @@ class JudgeEvaluator(Evaluator):
         environment; nothing is called), then read the rubric files and compile every rubric's
         template, once; a missing key, or a template that is missing or does not parse, is a
         ConfigError (for the client, its ``loc`` names the key: ``client.api_key_env``)."""
-        try:
-            check_client(self.client)
-        except ConfigError as exc:
-            loc = ("client", *exc.loc)
-            raise ConfigError(f"{format_loc(loc)}: {exc}", loc=loc) from None
+        check_judge_client(self.client)
         if self._renderer is not None:
             return
         rubrics = self.resolved_rubrics()
@@ -211,7 +204,7 @@ class JudgeEvaluator(Evaluator):
 
     def cache_path(self) -> Path | None:
         """The cache file, the default one resolved now (not at import)."""
-        return cache_dir() / "judge.sqlite" if self.cache == "default" else self.cache
+        return cache_file(self.cache)
 
     # ---- metrics ------------------------------------------------------------------------
 
