@@ -187,7 +187,7 @@ def _metrics(
     kernel = [
         Claim(
             c.text,
-            "supported" if c.verdict == "supported" else c.verdict,  # type: ignore[arg-type]
+            c.verdict,  # type: ignore[arg-type]  # one of CLAIM_VERDICTS: the judge's parser checks
             # a contradicting context does not support: only supported claims carry ranks
             support=tuple(c.support) if c.verdict == "supported" else (),
             cited=tuple(c.cited or ()),
@@ -211,6 +211,5 @@ def _metrics(
         out.set("citation_precision", None, _na("the answer carries no citation markers"))
     else:
         out.set("citation_precision", g.citation_precision)
-    out.set(
-        "misattribution", g.misattributed / g.claims
-    )  # claims > 0: _metrics is not called without
+    # g.claims > 0: score_sample calls this only for an answer with claims
+    out.set("misattribution", g.misattributed / g.claims)

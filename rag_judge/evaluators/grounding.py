@@ -49,12 +49,10 @@ from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import Completion, CompletionRequest, LLMClient, LLMError
 from rag_judge.llm.providers import check_capabilities
-from rag_judge.report.model import MetricInfo, MetricKind, Signature
+from rag_judge.report.model import GROUNDING, MetricInfo, MetricKind, Signature
 from rag_judge.text import DEFAULT_CITATION_PATTERN, Citations, claim_sentences, is_abstention
 
 __all__ = ["CitationOptions", "GroundingEvaluator"]
-
-GROUNDING = "grounding"  # the judgments' key: a sample's claims, verdicts and abstention
 
 
 class CitationOptions(BaseModel):

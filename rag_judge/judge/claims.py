@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.judge.verdicts import FENCE, Unscored, braced, lenient_loads
 from rag_judge.llm.base import Completion
+from rag_judge.report.model import CLAIM_VERDICTS
 
 __all__ = [
     "CLAIMS_RUBRIC",
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 VerdictName = Literal["supported", "contradicted", "unsupported"]
-VERDICT_NAMES: tuple[str, ...] = ("supported", "contradicted", "unsupported")
 
 # The two prompts, as rubrics so that the renderer compiles and hashes them like any other.
 CLAIMS_RUBRIC = Rubric(name="claims", inputs=("question", "answer"), template="_claims.j2")
@@ -66,7 +66,7 @@ VERDICTS_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "claim": {"type": "integer"},
-                    "verdict": {"type": "string", "enum": list(VERDICT_NAMES)},
+                    "verdict": {"type": "string", "enum": list(CLAIM_VERDICTS)},
                     "contexts": {"type": "array", "items": {"type": "integer"}},
                     "reason": {"type": "string"},
                 },

@@ -36,15 +36,19 @@ def add_conditioned(cfg: ExperimentConfig, collected: Collected, chunk: int) -> 
         return []
     gate = answered.columns["answer_rate"]
     out = collected.step({r + ANSWERED: s.info[r] for r, s in wanted})
+    signatures = {
+        r + ANSWERED: s.signatures[r].model_copy(
+            update={
+                "name": r + ANSWERED,
+                "options": {**s.signatures[r].options, "given": "answered"},
+            }
+        )
+        for r, s in wanted
+    }
     for start in range(0, answered.n, chunk):
-        stop = min(start + chunk, answered.n)
-        result = EvaluatorResult.empty(stop - start, {})
+        result = EvaluatorResult.empty(min(start + chunk, answered.n) - start, signatures)
         for rubric, step in wanted:
             name = rubric + ANSWERED
-            sig = step.signatures[rubric]
-            result.signatures[name] = sig.model_copy(
-                update={"name": name, "options": {**sig.options, "given": "answered"}}
-            )
             result.scores[name] = _values(result, name, rubric, step.columns[rubric], gate, start)
         out.add(result)
     return list(out.columns)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from rag_judge.data.sample import Context, Sample
 from rag_judge.report.charts import Scale
 from rag_judge.report.model import (
+    CLAIM_VERDICTS,
+    GROUNDING,
     ClaimJudgment,
     Failure,
-    FailureKind,
     MetricKind,
     Report,
     SampleResult,
@@ -45,9 +46,6 @@ __all__ = [
 ]
 
 UNJUDGED = "unjudged"
-GROUNDING = "grounding"  # the judgments' key the grounding evaluator records claims under
-# The verdicts a claim can have; each is a CSS class of its mark (any other verdict: "other").
-_VERDICTS = frozenset({"supported", "contradicted", "unsupported"})
 # The sample table's column groups, in order: answer quality first, so a judge's scores are
 # not off-screen behind a score of retrieval columns.
 _GROUPS: tuple[tuple[str, frozenset[MetricKind]], ...] = (
@@ -169,7 +167,8 @@ def grounding_view(r: SampleResult) -> GroundingView | None:
 
 
 def _claim_view(n: int, c: ClaimJudgment, located: bool) -> ClaimView:
-    css = c.verdict if c.verdict in _VERDICTS else "other"
+    # each verdict is a CSS class of its mark; anything else read from a file: "other"
+    css = c.verdict if c.verdict in CLAIM_VERDICTS else "other"
     parts = [c.reason] if c.reason else []
     if c.support:
         by = "contradicted by" if c.verdict == "contradicted" else "supported by"
@@ -219,5 +218,5 @@ def _cell(value: float | None, scale: Scale, failure: Failure | None) -> Cell:
     frac = 0.0
     if value is not None and scale.hi is not None:
         frac = (value - scale.lo) / ((scale.hi - scale.lo) or 1.0)
-    na = failure is not None and failure.kind is FailureKind.NOT_APPLICABLE
-    return Cell(value, failure is not None and not na, min(max(int(frac * 5), 0), 4), na)
+    na = failure is not None and not failure.counts
+    return Cell(value, failure is not None and failure.counts, min(max(int(frac * 5), 0), 4), na)

@@ -29,6 +29,8 @@ from rag_judge._version import __version__
 from rag_judge.errors import DataError
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
+    CLAIM_VERDICTS,
+    GROUNDING,
     ClaimJudgment,
     Failure,
     FailureKind,
@@ -42,6 +44,8 @@ from rag_judge.report.types import (
 )
 
 __all__ = [
+    "CLAIM_VERDICTS",
+    "GROUNDING",
     "SAMPLES_FILE",
     "ClaimJudgment",
     "Failure",

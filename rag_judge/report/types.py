@@ -20,6 +20,8 @@ from pydantic import (
 from rag_judge.data.sample import Sample
 
 __all__ = [
+    "CLAIM_VERDICTS",
+    "GROUNDING",
     "ClaimJudgment",
     "Failure",
     "FailureKind",
@@ -165,6 +167,10 @@ class Failure(BaseModel):
         return self.kind is not FailureKind.NOT_APPLICABLE
 
 
+GROUNDING = "grounding"  # the judgments' key a sample's claims and abstention are kept under
+CLAIM_VERDICTS = ("supported", "contradicted", "unsupported")  # what a claim's verdict can be
+
+
 class ClaimJudgment(BaseModel):
     """One claim of an answer as the grounding judge saw it: its text, its verdict, the
     1-based ranks (and ids) of the retrieved contexts that entail it (or, for a contradicted
@@ -174,7 +180,7 @@ class ClaimJudgment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str
-    verdict: str  # supported | contradicted | unsupported
+    verdict: str  # one of CLAIM_VERDICTS
     support: list[int] = Field(default_factory=list)
     support_ids: list[str | None] | None = None
     cited: list[int] | None = None
