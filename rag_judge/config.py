@@ -17,6 +17,7 @@ from pydantic import (
     SerializeAsAny,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from rag_judge.analysis.gates import parse_threshold
@@ -27,6 +28,7 @@ from rag_judge.llm.providers import ClientConfig
 __all__ = [
     "BootstrapConfig",
     "ExperimentConfig",
+    "LabelsConfig",
     "RayConfig",
     "expand_matrix",
     "folder_name",
@@ -41,6 +43,32 @@ class BootstrapConfig(BaseModel):
 
     resamples: int = Field(default=1000, ge=0)
     confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class LabelsConfig(BaseModel):
+    """Human labels of a slice of the samples, for the bias-corrected (PPI) estimates: a label
+    file (``path``: JSONL or CSV, ``{"id": ..., "<metric>": label}``, as ``rag-judge
+    calibrate`` and the report's review mode write them), or with ``column`` each sample's
+    ``metadata[column]`` in the dataset (or in ``path``). ``pass_score``: a 1-5 rubric's
+    verdict passes at a score >= it (the pass rate corrected by Rogan-Gladen). A bare string
+    in the config is the ``path``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path | None = None
+    column: str | None = None
+    pass_score: float = Field(default=4.0, ge=1, le=5)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str | Path) else value
+
+    @model_validator(mode="after")
+    def _something(self) -> LabelsConfig:
+        if self.path is None and self.column is None:
+            raise ValueError("needs a 'path' (a label file) or a 'column' (in the dataset)")
+        return self
 
 
 class RayConfig(BaseModel):
@@ -72,6 +100,10 @@ class ExperimentConfig(BaseModel):
     target_concurrency: int = Field(default=4, ge=1)
     target_timeout: float | None = Field(default=None, gt=0)
     output_dir: Path | None = None
+    # The model that generated the answers (a sample's metadata["generator"] overrides it):
+    # the judge audit flags self-preference when it is of the judge's model family.
+    generator: str | None = None
+    labels: LabelsConfig | None = None  # human labels of a slice: bias-corrected estimates
     seed: int = 0
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     # Each a registered type, a 'package.module:Class' path, or an Evaluator instance.
@@ -153,6 +185,8 @@ def load_experiments(
         # The dataset is found next to the config; the output goes under the working folder.
         if isinstance(variant.get("dataset"), str) and "dataset" not in (overrides or {}):
             variant["dataset"] = str(path.parent / variant["dataset"])
+        if "labels" not in (overrides or {}):
+            _resolve_labels(variant, path.parent)
         target = variant.get("target")
         if isinstance(target, str) and target.rpartition(":")[0].endswith(".py"):
             variant["target"] = str(path.parent / target)  # a file next to the config
@@ -166,6 +200,15 @@ def load_experiments(
             where = f" (variant {name})" if name else ""
             raise ConfigError(_describe(exc, path, root, variant) + where) from None
     return out
+
+
+def _resolve_labels(variant: dict[str, Any], base: Path) -> None:
+    """A label file named in the config is found next to it, as the dataset is."""
+    labels = variant.get("labels")
+    if isinstance(labels, str):
+        labels = {"path": labels}
+    if isinstance(labels, dict) and isinstance(labels.get("path"), str):
+        variant["labels"] = {**labels, "path": str(base / labels["path"])}
 
 
 def _resolve_paths(raw: Any, base: Path) -> Any:

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rag_judge._async", "rag_judge._progress", "rag_judge.resources", "rag_judge.stats",
      "rag_judge.text"),
     ("rag_judge.data",),
-    ("rag_judge.report.types",),
+    ("rag_judge.report.types", "rag_judge.report.estimates"),
     ("rag_judge.report.samples",),
     ("rag_judge.report.model",),
     ("rag_judge.llm", "rag_judge.metrics"),

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from rag_judge import DataError, Pipeline, Report, Sample, load_config
-from rag_judge import stats as stats_
 from rag_judge.data.jsonl import read_jsonl
 from rag_judge.data.rows import RowFile, RowWriter, line_offsets
 from rag_judge.evaluators import EVALUATORS
@@ -24,6 +23,7 @@ from rag_judge.evaluators.base import Evaluator
 from rag_judge.report import write_report
 from rag_judge.report.model import SampleFile
 from rag_judge.resources import resource_dir
+from rag_judge.stats import bootstrap as stats_
 
 DEMO = resource_dir("configs") / "demo.yaml"
 DEMO_DATA = resource_dir("configs") / "data" / "demo.jsonl"

@@ -14,7 +14,10 @@ agreement rates; ρ and α use it as is. A statistic that is undefined (n < 2, o
 on a side, so that its denominator is 0) is None.
 
 A judge rubric is a judge metric on its own 1-5 scale (:meth:`Report.judge_rubrics`); its
-normalised twin is refused. ``rag_judge.cli.calibrate`` renders the results.
+normalised twin is refused, and so is a label outside 1-5. A label file may also hold 0/1 labels
+of a pass/fail judge metric (``answer_rate``): those have no agreement statistics here, only the
+bias-corrected estimates of :mod:`rag_judge.analysis.ppi`. ``rag_judge.cli.calibrate`` renders
+both.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from rag_judge.report.model import MetricKind, Report
 
 __all__ = [
     "CalibrationResult",
+    "agreement_rubrics",
     "calibrate",
     "krippendorff_alpha_interval",
     "labels_from_dataset",
@@ -46,6 +50,7 @@ __all__ = [
 
 Labels = dict[str, dict[str, int]]
 _LOW, _HIGH = 1, 5
+_PASS_FAIL = (0, 1)  # a label file also holds 0/1 labels of pass/fail metrics
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,9 @@ def round_half_up(x: NDArray[np.float64]) -> NDArray[np.int64]:
 def calibrate(
     report: Report, labels: Mapping[str, Mapping[str, int]], rubrics: Sequence[str] | None = None
 ) -> dict[str, CalibrationResult]:
-    """Agreement per rubric (every rubric named in ``labels`` by default)."""
+    """Agreement per rubric (by default :func:`agreement_rubrics`)."""
     if rubrics is None:
-        rubrics = sorted({r for row in labels.values() for r in row})
+        rubrics = agreement_rubrics(report, labels)
     out: dict[str, CalibrationResult] = {}
     for rubric in rubrics:
         _check_rubric(report, rubric)
@@ -143,10 +148,25 @@ def calibrate(
                     f"sample {sid!r}: {rubric} score {score} is outside 1-5; calibrate a 1-5 "
                     "judge rubric (not its normalised twin)"
                 )
+            if not _LOW <= row[rubric] <= _HIGH:
+                raise DataError(
+                    f"sample {sid!r}: {rubric} label {row[rubric]} is outside 1-5; agreement "
+                    "needs a 1-5 label of a 1-5 judge rubric (0/1 labels are for pass/fail "
+                    "metrics such as answer_rate)"
+                )
             human.append(float(row[rubric]))
             judge.append(float(score))
         out[rubric] = _agreement(rubric, np.array(human), np.array(judge), unpaired)
     return out
+
+
+def agreement_rubrics(report: Report, labels: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The metrics ``labels`` name, sorted, less the report's judge metrics that are not on a
+    1-5 scale (0/1 rates, claim counts: bias-corrected estimates only). The rest are checked
+    by :func:`calibrate`, which names what is wrong with each."""
+    named = sorted({r for row in labels.values() for r in row})
+    judged = set(report.judge_rubrics())
+    return [r for r in named if r not in judged or tuple(report.summary[r].scale) == (1.0, 5.0)]
 
 
 def _check_rubric(report: Report, rubric: str) -> None:
@@ -191,7 +211,8 @@ def _agreement(
 
 def load_labels(path: str | Path) -> Labels:
     """Human labels: JSONL (``{"id": "q1", "faithfulness": 4}`` a line) or CSV (an ``id``
-    column, one column per rubric). An empty cell or a null is "not labelled"."""
+    column, one column per rubric): an integer 1-5 for a rubric, 0 or 1 for a pass/fail metric
+    (``answer_rate``). An empty cell or a null is "not labelled"."""
     path = Path(path)
     text = read_text(path)
     suffix = path.suffix.lower()
@@ -262,14 +283,18 @@ def _label(key: str, value: Any) -> int:
             number = float(value)
         except ValueError:
             number = None
-    if number is None or not number.is_integer() or not _LOW <= number <= _HIGH:
-        raise DataError(f"field {key!r}: {value!r} is not a label 1-5 (an integer)")
+    if number is None or not number.is_integer() or not min(_PASS_FAIL) <= number <= _HIGH:
+        raise DataError(
+            f"field {key!r}: {value!r} is not a label 1-5 (an integer; 0 or 1 for a pass/fail "
+            "metric)"
+        )
     return int(number)
 
 
 def labels_from_dataset(path: str | Path, column: str) -> Labels:
     """Labels kept in the dataset itself: each sample's ``metadata[column]`` holds
-    ``{rubric: 1-5}``; samples without it are unlabelled. Errors name file, sample and field."""
+    ``{rubric: 1-5}`` (0/1 for a pass/fail metric); samples without it are unlabelled. Errors
+    name file, sample and field."""
     labels: Labels = {}
     for sample in load_dataset(path):
         row = sample.metadata.get(column)

@@ -2,7 +2,9 @@
 
 Per metric, over the samples both reports scored: the mean difference NEW − BASE, a paired
 percentile-bootstrap interval of it and a two-sided sign-flip randomisation test, with an
-optional multiple-comparison correction across every (NEW, metric) pair. The statistics are
+optional multiple-comparison correction across every (NEW, metric) pair. For a judge metric
+whose human labels both reports carry, also the prediction-powered (PPI++) difference of the
+means on the human scale (:func:`rag_judge.analysis.ppi.ppi_difference`). The statistics are
 pure functions over arrays; :func:`compare_reports` and :func:`compare_all` work on Reports in
 memory, :func:`compare_runs` reads them from disk first. The results are typed dataclasses;
 ``rag_judge.cli.compare`` renders them.
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.analysis.ppi import ppi_difference
 from rag_judge.data.sample import duplicate_id
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.report.model import Report
@@ -61,7 +64,10 @@ class CompareOptions:
 
 @dataclass
 class MetricComparison:
-    """One metric of one NEW against BASE; statistics are None when no pair is scored."""
+    """One metric of one NEW against BASE; statistics are None when no pair is scored. The
+    ``ppi_`` fields: the PPI++ difference of the means on the human scale, with its normal
+    interval and the number of samples labelled in both; None unless both reports carry
+    labels of this judge metric (the difference and interval also with fewer than 2 such)."""
 
     n: int
     base_mean: float | None
@@ -75,6 +81,10 @@ class MetricComparison:
     exact: bool = False  # p from full enumeration of the sign flips
     corpus: str | None = None  # the summary's corpus aggregate, when it is not a mean
     signature_differs: bool = False  # the two reports computed it with different options
+    ppi_diff: float | None = None
+    ppi_ci_low: float | None = None
+    ppi_ci_high: float | None = None
+    ppi_n_labelled: int | None = None
 
 
 @dataclass
@@ -185,12 +195,17 @@ def compare_reports(
         b, n, missing = paired_scores(base, new, m)
         aggregates = {base.summary[m].aggregate, new.summary[m].aggregate}
         b_sig, n_sig = base.signatures.get(m), new.signatures.get(m)
+        ppi = ppi_difference(base, new, m, confidence=options.confidence)
         out.metrics[m] = replace(
             compare_pairs(b, n, options, missing=missing),
             corpus=next((a for a in sorted(aggregates) if a != "mean"), None),
             signature_differs=b_sig is not None
             and n_sig is not None
             and not b_sig.same_metric(n_sig),
+            ppi_diff=None if ppi is None else ppi.estimate,
+            ppi_ci_low=None if ppi is None else ppi.ci_low,
+            ppi_ci_high=None if ppi is None else ppi.ci_high,
+            ppi_n_labelled=None if ppi is None else ppi.n_labelled,
         )
     return out
 

@@ -10,7 +10,10 @@ What a gate name can be:
 - ``unscored_rate``: Σ unscored / Σ (n + errors) over the judge rubrics
   (:meth:`Report.judge_rubrics`: judge metrics on their own 1-5 scale; a rubric's normalised
   twin repeats its verdicts, so it is not counted again);
-- ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included).
+- ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included);
+- ``<metric>_ppi``: a judge metric's bias-corrected (PPI++) mean on the human scale, from the
+  report's ``estimates`` (computed from its ``labels`` when a report has those alone);
+  ``<metric>_ppi.ci_low`` / ``<metric>_ppi.ci_high``: that estimate's interval.
 
 A name that resolves to nothing, or a metric without a value, fails the gate with a message.
 A :class:`RegressionRule` adds a gate per metric against a baseline report, comparing the
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_scores
+from rag_judge.analysis.ppi import ppi_estimate
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import MetricSummary, Report
 
@@ -37,6 +41,7 @@ _EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _NAMED_EXPR = re.compile(r"^\s*(?P<metric>[^<>=\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
 _PSEUDO = ("unscored_rate", "error_rate")
 _BOUNDS = (".ci_low", ".ci_high")
+_PPI = (("_ppi", "estimate"), ("_ppi.ci_low", "ci_low"), ("_ppi.ci_high", "ci_high"))
 DROP_SLACK = 1e-12  # a drop printed as equal to max_drop (0.0300 vs 0.03) is not over it
 
 
@@ -199,8 +204,42 @@ def _resolve(report: Report, name: str) -> tuple[float | None, str | None]:
             if bound is None:
                 return None, f"no confidence interval ({summary[base].n} scored)"
             return float(bound), None
+    for suffix, part in _PPI:
+        base = name.removesuffix(suffix)
+        if base != name and base:
+            return _ppi(report, base, part)
     known = ", ".join([*summary, *_PSEUDO]) or "none"
-    return None, f"not in the report (gates can name: {known}; or <metric>.ci_low/.ci_high)"
+    ppi = "; <judge metric>_ppi[.ci_low/.ci_high]" if report.labels or report.estimates else ""
+    return None, f"not in the report (gates can name: {known}; or <metric>.ci_low/.ci_high{ppi})"
+
+
+def _ppi(report: Report, metric: str, part: str) -> tuple[float | None, str | None]:
+    """A bound or the value of ``metric``'s PPI++ estimate: the report's, else one computed
+    from its labels (at the report's confidence; the point and interval need no seed)."""
+    rubrics = report.judge_rubrics()
+    if metric not in rubrics:
+        return None, (
+            f"{metric!r} is not a judge metric of the report, so it has no PPI estimate "
+            f"(its judge metrics: {', '.join(rubrics) or 'none'})"
+        )
+    estimate = report.estimates.get(metric)
+    if estimate is None:
+        if not any(metric in row for row in report.labels.values()):
+            return None, (
+                f"the report has no human labels of {metric}, so no PPI estimate (give the "
+                "run labels: in its config)"
+            )
+        estimate = ppi_estimate(report, metric, report.labels, confidence=report.confidence)
+    if part == "estimate":
+        value = estimate.estimate
+    else:
+        value = None if estimate.ci is None else estimate.ci[0 if part == "ci_low" else 1]
+    if value is None:
+        return None, (
+            f"no PPI estimate ({estimate.n_labelled} labelled samples with a judge score; "
+            "it needs 2 or more)"
+        )
+    return value, None
 
 
 def _total(report: Report, metric: str) -> int:

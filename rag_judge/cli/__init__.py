@@ -1,6 +1,6 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
-``compare``, ``gate``, ``calibrate``, ``pairwise``).
+``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``).
 
 Progress goes to stderr while a command runs (a live line on a terminal, one line per step
 otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from rag_judge import _progress as progress
 from rag_judge._version import __version__
-from rag_judge.cli import calibrate, compare, gate, pairwise, retrieval, run
+from rag_judge.cli import audit, calibrate, compare, gate, pairwise, retrieval, run
 from rag_judge.errors import RagJudgeError
 
 __all__ = ["EXIT_INTERRUPTED", "entry", "main"]
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-judge", description="Evaluate RAG pipelines.")
     parser.add_argument("--version", action="version", version=f"rag-judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (run, retrieval, compare, gate, calibrate, pairwise):
+    for command in (run, retrieval, compare, gate, calibrate, pairwise, audit):
         command.add_parser(sub)
     return parser
 

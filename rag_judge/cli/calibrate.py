@@ -1,14 +1,16 @@
 """``rag-judge calibrate REPORT LABELS``: judge scores against human labels, and the
-renderings of the agreement (a terminal table, Markdown, JSON)."""
+renderings (a terminal table, Markdown, JSON) of the agreement and of the bias-corrected
+(PPI++) estimates."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rag_judge.analysis.calibration import (
     CalibrationResult,
@@ -16,15 +18,26 @@ from rag_judge.analysis.calibration import (
     labels_from_dataset,
     load_labels,
 )
-from rag_judge.report._format import num
-from rag_judge.report.model import Report
+from rag_judge.analysis.ppi import ppi_estimates
+from rag_judge.report._format import MISSING, ci_label, interval, num
+from rag_judge.report.model import PPIEstimate, Report
 
-__all__ = ["add_parser", "render_markdown", "render_table", "run_calibrate"]
+__all__ = [
+    "add_parser",
+    "render_markdown",
+    "render_ppi_markdown",
+    "render_ppi_table",
+    "render_table",
+    "run_calibrate",
+    "to_json",
+]
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cal = subparsers.add_parser(
-        "calibrate", help="agreement of the judge's scores with human labels (ρ, κ, α)"
+        "calibrate",
+        help="agreement of the judge's scores with human labels (ρ, κ, α) and the "
+        "bias-corrected (PPI++) means",
     )
     cal.add_argument("report", type=Path, help="report.json with judge rubric scores")
     cal.add_argument("labels", type=Path, help="human labels: .jsonl or .csv (id + rubric columns)")
@@ -33,6 +46,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="LABELS is the dataset itself; read each sample's labels from metadata.NAME",
     )  # fmt: skip
     cal.add_argument("--format", choices=["table", "md", "json"], default="table")
+    cal.add_argument(
+        "--pass-score", type=float, default=4.0, metavar="SCORE",
+        help="a 1-5 rubric passes at a score >= SCORE, for the corrected pass rate (default 4)",
+    )  # fmt: skip
+    cal.add_argument(
+        "--confidence", type=float, metavar="LEVEL",
+        help="interval level of the estimates (default: the report's, e.g. 0.95)",
+    )  # fmt: skip
+    cal.add_argument("--seed", type=int, default=0, help="seed of the pass rate's bootstrap")
     cal.set_defaults(handler=run_calibrate)
 
 
@@ -51,13 +73,43 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
         return 1
     results = calibrate(report, labels)
+    confidence = report.confidence if args.confidence is None else args.confidence
+    estimates = ppi_estimates(
+        report, labels, confidence=confidence, pass_score=args.pass_score, seed=args.seed
+    )
+    estimates = dict(sorted(estimates.items()))  # in the agreement table's order
     if args.format == "json":
-        print(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2, ensure_ascii=False))
+        print(json.dumps(to_json(results, estimates), indent=2, ensure_ascii=False))
     elif args.format == "md":
-        print(render_markdown(results))
+        print("\n\n".join(_parts(results, estimates, render_markdown, render_ppi_markdown)))
     else:
-        print(render_table(results))
+        print("\n\n".join(_parts(results, estimates, render_table, render_ppi_table)))
     return 0
+
+
+def to_json(
+    results: Mapping[str, CalibrationResult], estimates: Mapping[str, PPIEstimate]
+) -> dict[str, dict[str, Any]]:
+    """``{rubric: {agreement fields..., "ppi": {estimate} | null}}``; a labelled metric without
+    agreement statistics (a 0/1 rate) has ``ppi`` alone."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, result in results.items():
+        estimate = estimates.get(name)
+        ppi = None if estimate is None else estimate.model_dump(mode="json")
+        out[name] = {**asdict(result), "ppi": ppi}
+    for name, estimate in estimates.items():
+        out.setdefault(name, {"ppi": estimate.model_dump(mode="json")})
+    return out
+
+
+def _parts(
+    results: Mapping[str, CalibrationResult],
+    estimates: Mapping[str, PPIEstimate],
+    agreement: Callable[[Mapping[str, CalibrationResult]], str],
+    ppi: Callable[[Mapping[str, PPIEstimate]], str],
+) -> list[str]:
+    """The agreement table and the estimates' table, each where it has a row."""
+    return ([agreement(results)] if results else []) + ([ppi(estimates)] if estimates else [])
 
 
 # ---- rendering ----------------------------------------------------------------------------
@@ -71,15 +123,74 @@ def _cells(r: CalibrationResult) -> list[str]:
 
 
 def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
-    lines = ["| " + " | ".join(_HEADER) + " |", "|---|" + "---:|" * (len(_HEADER) - 1)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in results.values()]
-    return "\n".join(lines)
+    return _markdown(_HEADER, [_cells(r) for r in results.values()])
 
 
 def render_table(results: Mapping[str, CalibrationResult]) -> str:
-    rows = [_HEADER, *(_cells(r) for r in results.values())]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    return _table(_HEADER, [_cells(r) for r in results.values()])
+
+
+def _ppi_header(estimates: Mapping[str, PPIEstimate]) -> list[str]:
+    levels = {e.confidence for e in estimates.values()}
+    ci = ci_label(levels.pop()) if len(levels) == 1 else "CI"
+    return ["metric", "labelled", "unlabelled", f"judge mean [{ci}]", f"labels mean [{ci}]",
+            f"PPI mean [{ci}]", "λ", "ESS gain", f"RG pass rate [{ci}]"]  # fmt: skip
+
+
+def _with_ci(value: float | None, bounds: tuple[float, float] | None) -> str:
+    shown = num(value, ".3f")
+    if value is None or bounds is None:
+        return shown
+    return f"{shown} {interval(*bounds, '.3f')}"
+
+
+def _ppi_cells(e: PPIEstimate) -> list[str]:
+    rate = e.pass_rate
+    return [
+        e.metric,
+        str(e.n_labelled),
+        str(e.n_unlabelled),
+        _with_ci(e.judge_mean, e.judge_ci),
+        _with_ci(e.labelled_mean, e.labelled_ci),
+        _with_ci(e.estimate, e.ci),
+        num(e.lam, ".3f"),
+        num(e.ess_gain, ".2f"),
+        MISSING if rate is None else _with_ci(rate.corrected, rate.ci),
+    ]
+
+
+def _ppi_note(estimates: Mapping[str, PPIEstimate]) -> str:
+    rates = [e.pass_rate for e in estimates.values() if e.pass_rate is not None]
+    cuts = sorted({r.threshold for r in rates if r.threshold is not None})
+    passes = [f"a score ≥ {' or '.join(f'{c:g}' for c in cuts)}"] if cuts else []
+    passes += ["a 0/1 metric's 1"] if any(r.threshold is None for r in rates) else []
+    return (
+        "PPI: the PPI++ mean on the human scale (power-tuned λ); ESS gain: how many labels-only "
+        "samples each label is worth beside the judge; RG: the judge's pass rate "
+        f"({', '.join(passes) or 'none'}) corrected by Rogan–Gladen"
+    )
+
+
+def render_ppi_markdown(estimates: Mapping[str, PPIEstimate]) -> str:
+    rows = [_ppi_cells(e) for e in estimates.values()]
+    return _markdown(_ppi_header(estimates), rows) + f"\n\n{_ppi_note(estimates)}"
+
+
+def render_ppi_table(estimates: Mapping[str, PPIEstimate]) -> str:
+    rows = [_ppi_cells(e) for e in estimates.values()]
+    return _table(_ppi_header(estimates), rows) + f"\n{_ppi_note(estimates)}"
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    every = [header, *rows]
+    widths = [max(len(row[i]) for row in every) for i in range(len(header))]
     return "\n".join(
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-        for row in rows
+        for row in every
     )

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rag_judge.analysis.compare import CompareOptions, CompareResult, Comparison, compare_runs
-from rag_judge.report._format import ci_label, interval, num
+from rag_judge.report._format import MISSING, ci_label, interval, num
 from rag_judge.stats import CORRECTIONS, EXACT_MAX
 
 __all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
@@ -97,11 +97,20 @@ def render_markdown(result: CompareResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _has_ppi(result: CompareResult) -> bool:
+    """Whether some metric has a PPI++ difference: only then are its columns shown."""
+    return any(
+        mc.ppi_n_labelled is not None for c in result.comparisons for mc in c.metrics.values()
+    )
+
+
 def _rows(result: CompareResult, comp: Comparison) -> list[list[str]]:
     adjusted = result.correction != "none"
-    head = ["metric", "n", "base", "new", "diff", ci_label(result.options.confidence), "p"]
+    ppi = _has_ppi(result)
+    ci = ci_label(result.options.confidence)
+    head = ["metric", "n", "base", "new", "diff", ci, "p"]
     head += [f"p ({result.correction})"] if adjusted else []
-    rows = [[*head, "missing"]]
+    rows = [[*head, "missing", *(["PPI diff", f"PPI {ci}", "labelled"] if ppi else [])]]
     for name, mc in comp.metrics.items():
         flag = "*" if mc.corpus or mc.signature_differs else ""
         row = [
@@ -114,12 +123,23 @@ def _rows(result: CompareResult, comp: Comparison) -> list[list[str]]:
             num(mc.p_value, ".4g"),
         ]
         row += [num(mc.p_adjusted, ".4g")] if adjusted else []
-        rows.append([*row, str(mc.missing)])
+        row.append(str(mc.missing))
+        if ppi:
+            labelled = MISSING if mc.ppi_n_labelled is None else str(mc.ppi_n_labelled)
+            row += [num(mc.ppi_diff, "+.4f"), interval(mc.ppi_ci_low, mc.ppi_ci_high, "+.4f")]
+            row.append(labelled)
+        rows.append(row)
     return rows
 
 
 def _notes(comp: Comparison) -> list[str]:
     notes = [f"paired samples: only in base {comp.only_in_base}, only in new {comp.only_in_new}"]
+    if any(mc.ppi_n_labelled is not None for mc in comp.metrics.values()):
+        notes.append(
+            "PPI diff: the prediction-powered (PPI++) difference of the means on the human "
+            "scale, from the judge's paired differences and the labels of the samples labelled "
+            "in both runs (labelled); CI: normal"
+        )
     for name, mc in comp.metrics.items():
         if mc.corpus:
             notes.append(

@@ -38,7 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_fail_under(gate)
     gate.add_argument(
         "--threshold", action="append", default=[], metavar="EXPR",
-        help="'METRIC OP VALUE', OP one of >= > <= < == (repeatable), e.g. 'unscored_rate<=0.02'",
+        help="'METRIC OP VALUE', OP one of >= > <= < == (repeatable), e.g. 'unscored_rate<=0.02'; "
+        "METRIC_ppi (and METRIC_ppi.ci_low/.ci_high) is a judge metric's bias-corrected mean "
+        "from the report's human labels",
     )  # fmt: skip
     gate.add_argument("--baseline", type=Path, help="report.json to compare against")
     gate.add_argument("--max-drop", type=float, help="largest allowed drop of a metric's mean")

@@ -25,6 +25,7 @@ from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
+from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned
 from rag_judge.pipeline.running import stream
 from rag_judge.report import write_report
@@ -145,6 +146,7 @@ class Pipeline:
         cfg = self.config
         progress_.current().start_run(cfg.name)
         self.prepare()
+        labels = read_labels(cfg)  # a bad label file stops the run before any sample is scored
         source = self._source(dataset)
         folder = Path(tempfile.mkdtemp(prefix="rag-judge-run-"))
         collected = Collected(folder)
@@ -171,7 +173,7 @@ class Pipeline:
             added = add_conditioned(cfg, collected, cfg.chunk_size)
             if added:
                 steps["conditioned on answering"] = added
-            report = self._report(collected, source)
+            report = conclude(self._report(collected, source), cfg, labels)
         finally:
             for s in collected.steps:
                 s.spool.close()

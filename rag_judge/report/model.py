@@ -27,6 +27,13 @@ from pydantic import (
 
 from rag_judge._version import __version__
 from rag_judge.errors import DataError
+from rag_judge.report.estimates import (
+    JuryAgreement,
+    LengthStratum,
+    PPIEstimate,
+    RoganGladen,
+    RubricAudit,
+)
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
     CLAIM_VERDICTS,
@@ -51,10 +58,15 @@ __all__ = [
     "Failure",
     "FailureKind",
     "Judgment",
+    "JuryAgreement",
+    "LengthStratum",
     "MetricInfo",
     "MetricKind",
     "MetricSummary",
+    "PPIEstimate",
     "Report",
+    "RoganGladen",
+    "RubricAudit",
     "SampleFile",
     "SampleIndex",
     "SampleResult",
@@ -76,6 +88,12 @@ class Report(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
     rag_judge_version: str = __version__
+    # Human labels of a slice of the samples (id -> metric -> label), when the run was given
+    # some, and what the run concluded from them and from its judges (absent in older reports).
+    labels: dict[str, dict[str, float]] = Field(default_factory=dict)
+    estimates: dict[str, PPIEstimate] = Field(default_factory=dict)  # per judge metric
+    jury: dict[str, JuryAgreement] = Field(default_factory=dict)  # per jury-judged rubric
+    audit: dict[str, RubricAudit] = Field(default_factory=dict)  # per judge metric
     _index: tuple[int, int, SampleIndex] | None = PrivateAttr(default=None)
 
     @field_serializer("samples", mode="wrap")

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_judge.analysis.calibration import (
+    agreement_rubrics,
     average_ranks,
     calibrate,
     krippendorff_alpha_interval,
@@ -227,7 +228,8 @@ def test_markdown_and_cli(tmp_path: Path, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["faith"]["kappa"] == pytest.approx(32 / 37)
     assert calibrate_cli(str(report), str(labels), "--format", "md") == 0
-    assert capsys.readouterr().out == render_markdown(results) + "\n"
+    # the agreement table, then the bias-corrected estimates' (tests/analysis/test_ppi.py)
+    assert capsys.readouterr().out.startswith(render_markdown(results) + "\n\n| metric |")
     assert calibrate_cli(str(report), str(labels)) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split() == ["rubric", "n", "Spearman", "ρ", "QWK", "κ", "Krippendorff", "α",
@@ -270,3 +272,36 @@ def test_labels_as_a_dataset_column(tmp_path: Path) -> None:
         labels_from_dataset(path, "human")
     with pytest.raises(DataError, match=r"no sample carries labels in metadata\.other"):
         labels_from_dataset(path, "other")
+
+
+# ---- 0/1 labels of pass/fail metrics ---------------------------------------------------------
+
+
+def test_label_files_take_0_and_1_for_pass_fail_metrics(tmp_path: Path) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text("id,faith,answer_rate\nq1,4,0\nq2,,1\n")
+    assert load_labels(path) == {"q1": {"faith": 4, "answer_rate": 0}, "q2": {"answer_rate": 1}}
+    path.write_text("id,answer_rate\nq1,-1\n")
+    with pytest.raises(DataError) as info:
+        load_labels(path)
+    assert str(info.value) == (
+        f"{path}:2: field 'answer_rate': '-1' is not a label 1-5 (an integer; 0 or 1 for a "
+        "pass/fail metric)"
+    )
+
+
+def test_agreement_refuses_a_0_on_a_rubric_and_skips_0_1_metrics() -> None:
+    report = judge_report({"faith": [4.0, 3.0], "answer_rate": [1.0, 0.0]})
+    del report.summary["answer_rate_norm"]  # a grounding rate: on [0, 1], no twin
+    report.summary["answer_rate"] = MetricSummary(mean=0.5, n=2, kind=MetricKind.JUDGE)
+    with pytest.raises(DataError) as info:
+        calibrate(report, {"q0": {"faith": 4}, "q1": {"faith": 0}})
+    assert str(info.value) == (
+        "sample 'q1': faith label 0 is outside 1-5; agreement needs a 1-5 label of a 1-5 judge "
+        "rubric (0/1 labels are for pass/fail metrics such as answer_rate)"
+    )
+    labels = {"q0": {"faith": 4, "answer_rate": 1}, "q1": {"faith": 3, "answer_rate": 1}}
+    assert agreement_rubrics(report, labels) == ["faith"]  # answer_rate: estimates only
+    assert list(calibrate(report, labels)) == ["faith"]
+    with pytest.raises(DataError, match=r"sample 'q1': answer_rate score 0.0 is outside 1-5"):
+        calibrate(report, labels, rubrics=["answer_rate"])  # named, it is refused as before

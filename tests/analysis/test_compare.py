@@ -352,3 +352,34 @@ def test_cli_errors_name_the_file(tmp_path, runs) -> None:
         cli(runs["base"], runs["better"], "-m", "map")
     with pytest.raises(SystemExit):
         cli(runs["base"], runs["better"], "--permutations", "0")
+
+
+# ---- the PPI++ difference of labelled runs ------------------------------------------------------
+
+
+def test_json_has_the_ppi_fields_null_without_labels_and_set_with_them(
+    tmp_path: Path, capsys
+) -> None:
+    def judged(scores: list[float], labels: dict[str, dict[str, float]]) -> Report:
+        summary = {"faith": MetricSummary(mean=3.0, n=len(scores), kind="judge", scale=(1, 5))}
+        samples = [SampleResult(id=f"q{i}", scores={"faith": v}) for i, v in enumerate(scores)]
+        return Report(summary=summary, samples=samples, signatures={}, labels=labels)
+
+    base = judged([3, 4, 2, 5, 3, 4], {"q0": {"faith": 3}, "q1": {"faith": 5}, "q2": {"faith": 2}})
+    new = judged([4, 4, 3, 5, 4, 4], {"q0": {"faith": 4}, "q1": {"faith": 5}, "q2": {"faith": 4}})
+    paths = [write(tmp_path, "base", base), write(tmp_path, "new", new)]
+    assert cli(*paths, "--format", "json") == 0
+    faith = json.loads(capsys.readouterr().out)["comparisons"][0]["metrics"]["faith"]
+    # d_y = 1 0 2 on q0..q2; d_f = 1 0 1 there, 0 1 0 on q3..q5. Cov(d_y, d_f) = 1/3 (ddof 0);
+    # every d_f: Var (ddof 1) = (3 − 6·0.5²) / 5 = 3/10; λ = (1/3) / (2·3/10) = 5/9;
+    # θ = λ/3 + 1 − λ·2/3 = 1 − λ/3 = 22/27
+    assert faith["ppi_n_labelled"] == 3
+    assert faith["ppi_diff"] == pytest.approx(22 / 27, abs=1e-12)
+    assert faith["ppi_ci_low"] < 22 / 27 < faith["ppi_ci_high"]
+    assert faith["diff"] == pytest.approx(0.5)
+    unlabelled = judged([3, 4, 2, 5, 3, 4], {})
+    assert cli(paths[0], write(tmp_path, "plain", unlabelled), "--format", "json") == 0
+    plain = json.loads(capsys.readouterr().out)["comparisons"][0]["metrics"]["faith"]
+    assert [plain[k] for k in ("ppi_diff", "ppi_ci_low", "ppi_ci_high", "ppi_n_labelled")] == [
+        None, None, None, None,
+    ]  # fmt: skip

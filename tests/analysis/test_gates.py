@@ -351,3 +351,17 @@ def test_cli_missing_report(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps({"summary": 3}))
     with pytest.raises(DataError, match=r"not a rag-judge report\.json"):
         gate(str(tmp_path / "bad.json"), "--fail-under", "m=1")
+
+
+def test_ppi_names_resolve_after_the_report_s_own_metrics() -> None:
+    # a metric genuinely called "x_ppi" is its own mean; the PPI gates: tests/analysis/test_ppi.py
+    report = summary_report({"x_ppi": {"mean": 0.5, "n": 3}})
+    (check,) = check_gates(report, {"x_ppi": ">= 0.5"}).checked
+    assert (check.passed, check.value) == (True, 0.5)
+    (absent,) = check_gates(REPORT, {"ndgc@10": ">= 0.6"}).checked
+    assert "_ppi" not in absent.message  # no labels: PPI names are not offered
+    labelled = REPORT.model_copy(update={"labels": {"s0": {"faithfulness": 4.0}}})
+    (absent,) = check_gates(labelled, {"ndgc@10": ">= 0.6"}).checked
+    assert absent.message.endswith(
+        "or <metric>.ci_low/.ci_high; <judge metric>_ppi[.ci_low/.ci_high]) (needs >= 0.6)"
+    )

@@ -1,0 +1,345 @@
+"""The judge audit: how far a judge's 1-5 scores may reflect something other than quality.
+
+Per judge rubric on its 1-5 scale (:meth:`Report.judge_rubrics` with scale (1, 5); neither its
+normalised twin nor a restatement over a subset such as ``faithfulness_answered``):
+
+- **length bias**: the OLS slope of the score on the answer's length in words (whitespace
+  tokens), in score points per 100 words, with a seeded percentile-bootstrap interval over the
+  samples (a resample whose lengths are all equal has no slope and is left out); None with
+  fewer than 3 scored answers or a single length. The means per length quartile: the scored
+  answers sorted by length (stably) and cut into 4 groups of near-equal size, so one length
+  may sit in two neighbouring groups.
+- **score collapse**: the modal verdict (scores rounded half up, as G-Eval's are not whole)
+  and its share of the scored samples, ``collapsed`` at a share ≥ the threshold (ties: the
+  lowest score).
+- **unscored rate**: unscored verdicts / (scored + failed) samples, from the summary.
+- **self-preference**: whether the judge's model family (:func:`model_family`) is that of the
+  model that generated the answer: a sample's ``metadata["generator"]`` (or ``["model"]``),
+  else the run's ``config["generator"]``. True when it is for any scored sample, False when
+  every known generator differs, None when no generator (or no judge) is recorded.
+- **position consistency** belongs to pairwise runs: :func:`audit_pairwise`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import ValidationError
+
+from rag_judge.errors import ConfigError, DataError
+from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
+from rag_judge.llm.base import Usage
+from rag_judge.report.estimates import LengthStratum, RubricAudit
+from rag_judge.report.model import Report, Signature
+
+__all__ = [
+    "audit_pairwise",
+    "audit_report",
+    "audited_rubrics",
+    "judge_families",
+    "length_slope",
+    "length_strata",
+    "load_pairwise",
+    "modal_score",
+    "model_family",
+    "slope_ci",
+]
+
+PER_WORDS = 100  # the slope is in score points per this many words
+QUARTILES = 4
+_CHUNK = 2_000_000  # resampled elements held in memory at once
+
+# Model families whose names do not start with the family (checked on the name after the
+# provider prefix is dropped, in order); any other name's family is its leading letters.
+FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"(meta-)?(code)?llama", "llama"),
+    (r"(chat)?gpt|o\d", "gpt"),  # OpenAI: gpt-4o, chatgpt-4o-latest, o1, o3-mini
+    (r"mi[sx]tral|ministral|codestral", "mistral"),
+    (r"qwen|qwq", "qwen"),
+)
+
+
+def model_family(model: str) -> str | None:
+    """The family of a model name, for self-preference: lower-cased, the provider prefix or a
+    path's directories dropped (``openai/``, ``meta-llama/``, ``/models/``), then a known
+    family of :data:`FAMILIES` (``Meta-Llama-3.1-8B`` → llama, ``o3-mini`` → gpt), else the
+    name's leading letters (``gpt-4o-mini`` → gpt, ``claude-3-5-sonnet`` → claude,
+    ``smollm2-135m`` → smollm). None for a name without leading letters."""
+    name = model.strip().lower().rstrip("/").rsplit("/", 1)[-1]
+    for pattern, family in FAMILIES:
+        if re.match(pattern, name):
+            return family
+    lead = re.match(r"[a-z]+", name)
+    return lead.group(0) if lead else None
+
+
+def judge_families(signature: Signature | None) -> dict[str, str]:
+    """Judge model ("provider/model") -> its family, from a signature's ``judge`` option: one
+    judge, or each juror of ``jury[provider/model,...]``."""
+    judge = signature.options.get("judge", "") if signature is not None else ""
+    jury = re.fullmatch(r"jury\[(.*)\]", judge.strip())
+    models = jury.group(1).split(",") if jury else [judge]
+    out = {}
+    for model in (m.strip() for m in models):
+        family = model_family(model) if model else None
+        if family is not None:
+            out[model] = family
+    return out
+
+
+# ---- statistics (pure numpy) ------------------------------------------------------------------
+
+
+def _slopes(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise OLS slopes of y on x (2-D), NaN for a row whose x are all equal; from the
+    rows' moments, so centre x and y first (once, not per resample) to keep them exact."""
+    n = x.shape[-1]
+    sx, sy = x.sum(axis=-1), y.sum(axis=-1)
+    sxx, sxy = np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", x, y)
+    flat = x.min(axis=-1) == x.max(axis=-1)
+    return np.where(flat, np.nan, (n * sxy - sx * sy) / np.where(flat, 1.0, n * sxx - sx * sx))
+
+
+def length_slope(lengths: NDArray[np.float64], scores: NDArray[np.float64]) -> float | None:
+    """Score points per 100 words: the OLS slope of ``scores`` on ``lengths``; None for fewer
+    than 3 answers or a single length."""
+    if len(lengths) < 3:
+        return None
+    x, y = lengths - lengths.mean(), scores - scores.mean()
+    slope = float(_slopes(x[None, :], y[None, :])[0])
+    return None if math.isnan(slope) else slope * PER_WORDS
+
+
+def slope_ci(
+    lengths: NDArray[np.float64],
+    scores: NDArray[np.float64],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of :func:`length_slope`, resampling answers; indices are
+    drawn as ``default_rng(seed).integers(0, n, (resamples, n))`` (in chunks for a large n),
+    and a resample with a single length is dropped."""
+    n = len(lengths)
+    if length_slope(lengths, scores) is None or resamples <= 0:
+        return None
+    x, y = lengths - lengths.mean(), scores - scores.mean()
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CHUNK // n)
+    boot = []
+    for start in range(0, resamples, per_chunk):
+        idx = rng.integers(0, n, size=(min(per_chunk, resamples - start), n))
+        boot.append(_slopes(x[idx], y[idx]))
+    slopes = np.concatenate(boot)
+    slopes = slopes[~np.isnan(slopes)] * PER_WORDS
+    if len(slopes) == 0:
+        return None
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(slopes, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def length_strata(
+    lengths: NDArray[np.float64], scores: NDArray[np.float64], groups: int = QUARTILES
+) -> list[LengthStratum]:
+    """The mean score of each of ``groups`` near-equal groups of answers sorted by length
+    (empty groups, with fewer answers than groups, left out)."""
+    order = np.argsort(lengths, kind="stable")
+    return [
+        LengthStratum(
+            low=int(lengths[part].min()),
+            high=int(lengths[part].max()),
+            n=len(part),
+            mean=float(scores[part].mean()),
+        )
+        for part in np.array_split(order, groups)
+        if len(part)
+    ]
+
+
+def modal_score(scores: NDArray[np.float64]) -> tuple[float, float] | tuple[None, None]:
+    """The most frequent verdict, scores rounded half up (3.5 → 4; ties: the lowest), and its
+    share of ``scores``."""
+    if len(scores) == 0:
+        return None, None
+    values, counts = np.unique(np.floor(scores + 0.5), return_counts=True)
+    top = int(np.argmax(counts))
+    return float(values[top]), float(counts[top]) / len(scores)
+
+
+# ---- the report's rubrics ---------------------------------------------------------------------
+
+
+def audited_rubrics(report: Report) -> list[str]:
+    """The judge rubrics on a 1-5 scale, less a rubric restated over a subset of the samples
+    (a signature with a ``given`` option, e.g. ``faithfulness_answered``)."""
+    out = []
+    for metric in report.judge_rubrics():
+        sig = report.signatures.get(metric)
+        if tuple(report.summary[metric].scale) == (1.0, 5.0) and not (
+            sig and "given" in sig.options
+        ):
+            out.append(metric)
+    return out
+
+
+def audit_report(
+    report: Report, *, collapse_threshold: float = 0.8, resamples: int = 1000, seed: int = 0
+) -> dict[str, RubricAudit]:
+    """The audit of every judge rubric of ``report`` on its 1-5 scale (see the module)."""
+    if not 0 < collapse_threshold <= 1:
+        raise ConfigError(
+            f"collapse_threshold {collapse_threshold!r} is not a share; expected a number in "
+            "(0, 1] (0.8: collapsed when 80% of verdicts are one score)"
+        )
+    rubrics = audited_rubrics(report)
+    if not rubrics:
+        return {}
+    lengths, generators = _per_sample(report)
+    index = report.index()
+    out = {}
+    for metric in rubrics:
+        scored = index.present(metric) & ~np.isnan(index.column(metric))
+        scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
+        answered = ~np.isnan(lengths[scored])
+        x, y = lengths[scored][answered], scores[answered]
+        mode, share = modal_score(scores)
+        summary = report.summary[metric]
+        judged = summary.n + summary.errors
+        prefers, note = _self_preference(
+            judge_families(report.signatures.get(metric)),
+            (g for g, s in zip(generators, scored) if s),
+        )
+        out[metric] = RubricAudit(
+            metric=metric,
+            n=len(scores),
+            length_slope=length_slope(x, y),
+            length_slope_ci=slope_ci(
+                x, y, resamples=resamples, confidence=report.confidence, seed=seed
+            ),
+            length_strata=length_strata(x, y),
+            modal_score=mode,
+            modal_share=share,
+            collapsed=share is not None and share >= collapse_threshold,
+            unscored_rate=summary.unscored / judged if judged else None,
+            self_preference=prefers,
+            self_preference_note=note,
+        )
+    return out
+
+
+def _per_sample(report: Report) -> tuple[NDArray[np.float64], list[str | None]]:
+    """Each sample's answer length in words (NaN: no answer) and its generator's family, in the
+    order of the report's index (one pass over the samples)."""
+    run_level = report.config.get("generator")
+    default = model_family(run_level) if isinstance(run_level, str) and run_level else None
+    lengths: list[float] = []
+    families: list[str | None] = []
+    for r in report.samples:
+        sample = r.sample
+        answer = sample.answer if sample is not None else None
+        lengths.append(math.nan if answer is None else float(len(answer.split())))
+        meta: Mapping[str, Any] = sample.metadata if sample is not None else {}
+        named = meta.get("generator") or meta.get("model")
+        families.append(model_family(named) if isinstance(named, str) and named else default)
+    return np.array(lengths, dtype=np.float64), families
+
+
+def _self_preference(
+    judges: Mapping[str, str], generators: Iterable[str | None]
+) -> tuple[bool | None, str]:
+    """Whether a scored sample's generator is of a judge's family, and a line saying so."""
+    if not judges:
+        return None, "the judge model is not recorded in the rubric's signature"
+    seen = Counter(generators)
+    unknown = seen.pop(None, 0)
+    judge_text = ", ".join(f"{f} ({m})" for m, f in judges.items())
+    if not seen:
+        return None, (
+            f"judge family {judge_text}; no generator recorded (a sample's metadata "
+            "'generator' or 'model', or the config's 'generator')"
+        )
+    total = sum(seen.values()) + unknown
+    same = sum(c for f, c in seen.items() if f in set(judges.values()))
+    gens = ", ".join(f"{f} ({c})" for f, c in sorted(seen.items()))
+    tail = f"; {unknown} with no generator recorded" if unknown else ""
+    if same:
+        return True, (
+            f"judge family {judge_text} generated {same}/{total} judged answers "
+            f"(generator families: {gens}{tail})"
+        )
+    return False, f"judge family {judge_text}; generator families: {gens}{tail}"
+
+
+# ---- pairwise runs ----------------------------------------------------------------------------
+
+
+def audit_pairwise(result: PairwiseResult) -> RubricAudit:
+    """A pairwise run's audit: its position consistency (:attr:`PairwiseResult.
+    position_consistency`), scored pairs and the share of pairs left unscored."""
+    c = result.counts
+    asked = c["n"] + c["unscored"]
+    return RubricAudit(
+        metric=result.rubric,
+        n=c["n"],
+        unscored_rate=c["unscored"] / asked if asked else None,
+        position_consistency=result.position_consistency,
+    )
+
+
+def load_pairwise(path: str | Path) -> PairwiseResult:
+    """A ``rag-judge pairwise --format json`` output read back."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return PairwiseResult(
+            rubric=str(data["rubric"]),
+            signature=Signature.parse(str(data.get("signature", ""))),
+            labels=(str(data["a"]), str(data["b"])),
+            pairs=[_pair(p) for p in data["samples"]],
+            only_a=list(data.get("only_a_ids", [])),
+            only_b=list(data.get("only_b_ids", [])),
+            win_rate=data.get("win_rate_b"),
+            ci=(data.get("ci_low"), data.get("ci_high")),
+            resamples=int(data.get("resamples", 0)),
+            confidence=float(data.get("confidence", 0.95)),
+            seed=int(data.get("seed", 0)),
+            usage=Usage.model_validate(data.get("usage", {})),
+        )
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except KeyError as exc:
+        raise DataError(
+            f"{path}: not a rag-judge pairwise JSON (no key {exc}; expected the output of "
+            "`rag-judge pairwise --format json`)"
+        ) from None
+    except (ValueError, TypeError, AttributeError, ValidationError) as exc:
+        raise DataError(
+            f"{path}: not a rag-judge pairwise JSON ({exc}); expected the output of "
+            "`rag-judge pairwise --format json`"
+        ) from None
+
+
+def _pair(row: dict[str, Any]) -> PairOutcome:
+    outcome, consistent = row["outcome"], row["consistent"]
+    if outcome not in ("A", "B", "tie", None) or consistent not in (True, False, None):
+        raise ValueError(
+            f"sample {row.get('id')!r}: outcome {outcome!r} / consistent {consistent!r}; "
+            "expected an outcome of A, B, tie or null and consistent true, false or null"
+        )
+    return PairOutcome(
+        id=str(row["id"]),
+        outcome=outcome,
+        consistent=consistent,
+        reason=row.get("unscored_reason"),
+        verdicts=[PairVerdict.model_validate(v) for v in row.get("verdicts", [])],
+    )

@@ -1,0 +1,183 @@
+"""Bias-corrected judge numbers from a labelled slice: per judge metric, the raw judge mean beside
+the prediction-powered (PPI++) mean on the human scale and the Rogan–Gladen pass rate
+(:mod:`rag_judge.stats.ppi` has the statistics), and the PPI++ difference of two runs.
+
+A metric's samples split three ways: *labelled* (a human label and a finite judge score),
+*unlabelled* (a judge score, no label) and neither (no judge score: a label there is unused).
+What a label may be depends on the metric: a 1-5 rubric (scale (1, 5)) takes 1-5; a 0/1 judge
+metric (scale [0, 1], every judge value 0 or 1, such as ``answer_rate``) takes 0 or 1; any other
+judge metric a value on its scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+
+from rag_judge.errors import ConfigError, DataError
+from rag_judge.report.model import PPIEstimate, Report, RoganGladen
+from rag_judge.stats.ppi import PPIMean, normal_mean_ci, ppi_mean, rogan_gladen
+
+__all__ = ["LabelRows", "metric_kind", "ppi_difference", "ppi_estimate", "ppi_estimates"]
+
+LabelRows = Mapping[str, Mapping[str, float]]  # sample id -> metric -> human label
+Kind = Literal["rubric", "binary", "other"]
+RUBRIC_SCALE = (1.0, 5.0)
+
+
+def ppi_estimates(
+    report: Report,
+    labels: LabelRows | None = None,
+    *,
+    confidence: float = 0.95,
+    pass_score: float = 4.0,
+    seed: int = 0,
+) -> dict[str, PPIEstimate]:
+    """:func:`ppi_estimate` of every judge metric (:meth:`Report.judge_rubrics`) that ``labels``
+    (by default the report's own) name at least once, in the report's order."""
+    labels = report.labels if labels is None else labels
+    named = {m for row in labels.values() for m in row}
+    return {
+        m: ppi_estimate(report, m, labels, confidence=confidence, pass_score=pass_score, seed=seed)
+        for m in report.judge_rubrics()
+        if m in named
+    }
+
+
+def ppi_estimate(
+    report: Report,
+    metric: str,
+    labels: LabelRows,
+    *,
+    confidence: float = 0.95,
+    pass_score: float = 4.0,
+    seed: int = 0,
+) -> PPIEstimate:
+    """The PPI++ estimate of ``metric``'s mean on the human scale, beside the judge's and the
+    labels' own means; the pass rate (a 1-5 rubric passes at a score ≥ ``pass_score``, its
+    value as is for a weighted G-Eval score; a 0/1 metric at 1) corrected by Rogan–Gladen,
+    its bootstrap seeded with ``seed``."""
+    if not (math.isfinite(pass_score) and RUBRIC_SCALE[0] <= pass_score <= RUBRIC_SCALE[1]):
+        raise ConfigError(f"pass_score must be a number in [1, 5], got {pass_score!r}")
+    scored, human, kind = _paired(report, metric, labels)
+    lab = [sid for sid in scored if sid in human]
+    y = np.array([human[sid] for sid in lab], dtype=np.float64)
+    f_lab = np.array([scored[sid] for sid in lab], dtype=np.float64)
+    f_all = np.array(list(scored.values()), dtype=np.float64)
+    f_unl = np.array([v for sid, v in scored.items() if sid not in human], dtype=np.float64)
+    ppi = ppi_mean(y, f_lab, f_unl, confidence=confidence)
+    judge = normal_mean_ci(f_all, confidence=confidence)
+    pass_rate = None
+    if kind != "other" and len(f_all):
+        cut = pass_score if kind == "rubric" else 1.0
+        rate = rogan_gladen(f_all >= cut, f_lab >= cut, y >= cut, confidence=confidence, seed=seed)
+        pass_rate = RoganGladen(
+            threshold=pass_score if kind == "rubric" else None,
+            apparent=rate.apparent,
+            sensitivity=rate.sensitivity,
+            specificity=rate.specificity,
+            corrected=rate.corrected,
+            ci=_bounds(rate.ci_low, rate.ci_high),
+        )
+    return PPIEstimate(
+        metric=metric,
+        confidence=confidence,
+        n_labelled=ppi.n_labelled,
+        n_unlabelled=ppi.n_unlabelled,
+        judge_mean=judge.mean,
+        judge_ci=_bounds(judge.low, judge.high),
+        labelled_mean=ppi.classical_mean,
+        labelled_ci=_bounds(ppi.classical_ci_low, ppi.classical_ci_high),
+        estimate=ppi.estimate,
+        ci=_bounds(ppi.ci_low, ppi.ci_high),
+        se=ppi.se,
+        lam=ppi.lam,
+        ess=ppi.ess,
+        ess_gain=ppi.ess_gain,
+        pass_rate=pass_rate,
+    )
+
+
+def ppi_difference(
+    base: Report, new: Report, metric: str, *, confidence: float = 0.95
+) -> PPIMean | None:
+    """The PPI++ mean of the paired difference new − base of ``metric``, or None unless it is a
+    judge metric of both reports and both carry labels for it. The judge's differences come
+    from every sample id scored in both; the labels' from the ids among them labelled in both
+    (each report's label of its own answer); the two are paired by id as in ``compare``."""
+    if metric not in base.judge_rubrics() or metric not in new.judge_rubrics():
+        return None
+    if not _names(base.labels, metric) or not _names(new.labels, metric):
+        return None
+    before, human_before, _ = _paired(base, metric, base.labels)
+    after, human_after, _ = _paired(new, metric, new.labels)
+    shared = [sid for sid in before if sid in after]
+    both = {sid for sid in shared if sid in human_before and sid in human_after}
+    d_y = [human_after[sid] - human_before[sid] for sid in shared if sid in both]
+    d_f_lab = [after[sid] - before[sid] for sid in shared if sid in both]
+    d_f_unl = [after[sid] - before[sid] for sid in shared if sid not in both]
+    return ppi_mean(d_y, d_f_lab, d_f_unl, confidence=confidence)
+
+
+def metric_kind(report: Report, metric: str) -> Kind:
+    """``rubric`` (a 1-5 scale), ``binary`` (scale [0, 1], every judge value 0 or 1) or
+    ``other``: what labels ``metric`` takes and whether it has a pass rate."""
+    return _kind(report, metric, _scored(report, metric))
+
+
+# ---- pairing a report's scores with labels ------------------------------------------------------
+
+
+def _paired(
+    report: Report, metric: str, labels: LabelRows
+) -> tuple[dict[str, float], dict[str, float], Kind]:
+    """The finite judge scores by id, every label of ``metric`` by id (checked against what
+    the metric takes), and the metric's kind."""
+    scored = _scored(report, metric)
+    kind = _kind(report, metric, scored)
+    human: dict[str, float] = {}
+    for sid, row in labels.items():
+        value = row.get(metric)
+        if value is not None:
+            human[sid] = _check_label(report, metric, kind, sid, float(value))
+    return scored, human, kind
+
+
+def _scored(report: Report, metric: str) -> dict[str, float]:
+    return {
+        sid: v for sid, v in report.column(metric).items() if v is not None and math.isfinite(v)
+    }
+
+
+def _kind(report: Report, metric: str, scored: Mapping[str, float]) -> Kind:
+    scale = report.summary[metric].scale
+    if tuple(scale) == RUBRIC_SCALE:
+        return "rubric"
+    if tuple(scale) == (0.0, 1.0) and all(v in (0.0, 1.0) for v in scored.values()):
+        return "binary"
+    return "other"
+
+
+def _check_label(report: Report, metric: str, kind: Kind, sid: str, value: float) -> float:
+    if kind == "rubric":
+        ok, legal = RUBRIC_SCALE[0] <= value <= RUBRIC_SCALE[1], "1-5 (a 1-5 rubric)"
+    elif kind == "binary":
+        ok, legal = value in (0.0, 1.0), "0 or 1 (a pass/fail metric)"
+    else:
+        low, high = report.summary[metric].scale
+        ok = math.isfinite(value) and low <= value and (high is None or value <= high)
+        legal = f"a number in [{low:g}, {'∞' if high is None else format(high, 'g')}]"
+    if not ok:
+        raise DataError(f"sample {sid!r}: {metric} label {value:g} is not {legal}")
+    return value
+
+
+def _names(labels: LabelRows, metric: str) -> bool:
+    return any(metric in row for row in labels.values())
+
+
+def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return None if low is None or high is None else (low, high)

@@ -1,0 +1,57 @@
+"""What a run concludes about its judge numbers once every evaluator is done: the human labels
+of a slice (read before any sample is scored, so a bad label file stops the run at once), the
+bias-corrected estimates from them, the jury's agreement and the judge audit, stored on the
+Report for its renderers and gates."""
+
+from __future__ import annotations
+
+import logging
+
+from rag_judge.analysis.audit import audit_report
+from rag_judge.analysis.calibration import labels_from_dataset, load_labels
+from rag_judge.analysis.ppi import ppi_estimates
+from rag_judge.config import ExperimentConfig
+from rag_judge.errors import ConfigError
+from rag_judge.report.model import Report
+
+__all__ = ["conclude", "read_labels"]
+
+log = logging.getLogger("rag_judge.pipeline")
+
+Labels = dict[str, dict[str, float]]
+
+
+def read_labels(cfg: ExperimentConfig) -> Labels:
+    """The config's human labels (id -> metric -> label); empty without ``labels``."""
+    spec = cfg.labels
+    if spec is None:
+        return {}
+    if spec.column is not None:
+        source = spec.path or cfg.dataset
+        if source is None:
+            raise ConfigError("labels.column reads the dataset file: set 'dataset' or labels.path")
+        found = labels_from_dataset(source, spec.column)
+    else:
+        assert spec.path is not None  # LabelsConfig needs a path or a column
+        found = load_labels(spec.path)
+    return {sid: {m: float(v) for m, v in row.items()} for sid, row in found.items()}
+
+
+def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
+    """``report`` with its labelled slice, PPI estimates, jury agreement and audit filled in.
+    Labels of ids the run did not evaluate are left out, with a warning that counts them."""
+    ids = set(report.ids())
+    stray = sorted(labels.keys() - ids)
+    if stray:
+        log.warning(
+            "%d labelled ids are not samples of this run and were left out (e.g. %s)",
+            len(stray),
+            ", ".join(repr(s) for s in stray[:3]),
+        )
+    report.labels = {sid: row for sid, row in labels.items() if sid in ids}
+    if report.labels and cfg.labels is not None:
+        report.estimates = ppi_estimates(
+            report, confidence=report.confidence, pass_score=cfg.labels.pass_score, seed=cfg.seed
+        )
+    report.audit = audit_report(report, seed=cfg.seed)
+    return report

@@ -1,0 +1,107 @@
+"""What a report says about its judge numbers beyond their means, as types: the bias-corrected
+(prediction-powered) estimates from a labelled slice, the jury's agreement, and the judge audit.
+The run computes them (``rag_judge.analysis``); the renderers and gates read them from here."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["JuryAgreement", "LengthStratum", "PPIEstimate", "RoganGladen", "RubricAudit"]
+
+Bounds = tuple[float, float]
+
+
+class RoganGladen(BaseModel):
+    """A pass rate corrected for the judge's errors (Rogan & Gladen 1978): the judge's apparent
+    pass rate ``apparent`` over every scored sample, its sensitivity and specificity against
+    the human labels of the labelled slice, and ``corrected`` = (apparent + spec − 1) /
+    (sens + spec − 1), clipped to [0, 1]; None where sens + spec − 1 ≤ 0 (the judge is no
+    better than chance) or a class is missing from the labels. ``threshold``: a 1-5 rubric
+    passes at a score ≥ it; None for a 0/1 metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    threshold: float | None = None
+    apparent: float | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    corrected: float | None = None
+    ci: Bounds | None = None
+
+
+class PPIEstimate(BaseModel):
+    """A judge metric's mean on the human scale, corrected with the labelled slice by
+    prediction-powered inference (PPI++, Angelopoulos et al. 2023, power-tuned λ).
+
+    ``judge_mean``/``judge_ci``: the raw judge mean over every scored sample and its classical
+    interval (what the judge alone claims). ``labelled_mean``/``labelled_ci``: the human labels
+    alone. ``estimate``/``ci``/``se``: PPI++. ``ess``: the effective sample size, the number of
+    labels the classical estimate would need for PPI's variance; ``ess_gain`` = ess /
+    n_labelled. None where a quantity is undefined (fewer than 2 labelled samples)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    confidence: float = 0.95
+    n_labelled: int  # samples with both a human label and a judge score
+    n_unlabelled: int  # samples with a judge score and no label
+    judge_mean: float | None = None
+    judge_ci: Bounds | None = None
+    labelled_mean: float | None = None
+    labelled_ci: Bounds | None = None
+    estimate: float | None = None
+    ci: Bounds | None = None
+    se: float | None = None
+    lam: float | None = None  # the power-tuning weight of the judge's predictions, in [0, 1]
+    ess: float | None = None
+    ess_gain: float | None = None
+    pass_rate: RoganGladen | None = None
+
+
+class JuryAgreement(BaseModel):
+    """How far a jury's judges agree on one rubric: Krippendorff's α (interval metric) over
+    the samples two or more of them scored (``units``), the mean per-sample spread (population
+    standard deviation of the judges' scores), and each judge's failed verdicts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    judges: list[str]
+    alpha: float | None = None
+    units: int = 0
+    mean_spread: float | None = None
+    failed: dict[str, int] = Field(default_factory=dict)
+
+
+class LengthStratum(BaseModel):
+    """Judge scores of the answers whose length (words) lies in [low, high]."""
+
+    model_config = ConfigDict(frozen=True)
+
+    low: int
+    high: int
+    n: int
+    mean: float | None = None
+
+
+class RubricAudit(BaseModel):
+    """The judge audit of one rubric: length bias (the OLS slope of score on answer length in
+    points per 100 words, with its interval, and the means per length quartile), score
+    collapse (the modal score's share; ``collapsed`` when it is at least the audit's
+    threshold), the unscored rate, a self-preference flag (the judge's model family is the
+    generator's) and, for a pairwise run, position consistency."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    n: int
+    length_slope: float | None = None
+    length_slope_ci: Bounds | None = None
+    length_strata: list[LengthStratum] = Field(default_factory=list)
+    modal_score: float | None = None
+    modal_share: float | None = None
+    collapsed: bool = False
+    unscored_rate: float | None = None
+    self_preference: bool | None = None  # None: the generator's model is not recorded
+    self_preference_note: str = ""
+    position_consistency: float | None = None

@@ -1,0 +1,100 @@
+"""A run given human labels of a slice: the config's ``labels`` (a file next to the config, or a
+dataset column), read before any sample is scored; the report keeps the slice and what the run
+concluded from it (PPI estimates), from its jury and from the audit."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from rag_judge import ConfigError, DataError, Pipeline, load_config
+from rag_judge.analysis.audit import audit_report
+from rag_judge.analysis.calibration import load_labels
+from rag_judge.analysis.ppi import ppi_estimates
+from rag_judge.resources import resource_dir
+from tests import assert_plain
+
+CONFIGS = resource_dir("configs")
+DEMO_DATA = CONFIGS / "data" / "demo.jsonl"
+DEMO_LABELS = CONFIGS / "data" / "demo_labels.jsonl"
+
+
+def _config(tmp_path: Path, labels: str, dataset: Path = DEMO_DATA) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: labelled\ndataset: {dataset}\n{labels}"
+        "evaluators:\n  - type: judge\n    rubrics: [faithfulness, correctness]\n"
+        "    cache: null\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_bare_label_path_is_relative_to_the_config(tmp_path: Path) -> None:
+    (tmp_path / "labels.jsonl").write_text('{"id": "q01", "faithfulness": 5}\n')
+    cfg = load_config(_config(tmp_path, "labels: labels.jsonl\n"))
+    assert cfg.labels is not None
+    assert cfg.labels.path == tmp_path / "labels.jsonl"
+    assert cfg.labels.pass_score == 4.0
+
+
+def test_labels_need_a_path_or_a_column(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(_config(tmp_path, "labels:\n  pass_score: 3\n"))
+    message = str(err.value)
+    assert message.startswith(f"{tmp_path / 'exp.yaml'}:4: labels: needs a 'path'")
+    assert "needs a 'path' (a label file) or a 'column'" in message
+    assert_plain(message, "LabelsConfig")
+
+
+def test_a_bad_label_file_stops_the_run_before_any_sample_is_scored(tmp_path: Path) -> None:
+    (tmp_path / "labels.jsonl").write_text(
+        '{"id": "q01", "faithfulness": 5}\n{"id": "q02", "faithfulness": 9}\n'
+    )
+    pipeline = Pipeline.from_yaml(_config(tmp_path, "labels: labels.jsonl\n"))
+    with pytest.raises(DataError, match=r"labels.jsonl:2: field 'faithfulness': 9 is not a label"):
+        pipeline.run()
+
+
+def test_the_demo_slice_gives_bias_corrected_estimates(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "labels.jsonl").write_text(
+        DEMO_LABELS.read_text() + '{"id": "elsewhere", "faithfulness": 3}\n'
+    )
+    with caplog.at_level(logging.WARNING, logger="rag_judge.pipeline"):
+        report = Pipeline.from_yaml(_config(tmp_path, "labels: labels.jsonl\n")).run().report
+    assert "1 labelled ids are not samples of this run" in caplog.text
+    shipped = load_labels(DEMO_LABELS)
+    assert report.labels == {k: {m: float(v) for m, v in r.items()} for k, r in shipped.items()}
+    assert set(report.estimates) == {"faithfulness", "correctness"}
+    # What the run stored is what the analysis computes from the report.
+    assert report.estimates == ppi_estimates(report, confidence=0.95, pass_score=4.0, seed=0)
+    faith = report.estimates["faithfulness"]
+    assert (faith.n_labelled, faith.n_unlabelled) == (12, 22)
+    # The stub judge reads word overlap: it marks down paraphrases and abstentions that a
+    # person calls faithful, and the labelled slice pulls the estimate up.
+    assert faith.judge_mean is not None and faith.estimate is not None
+    assert faith.estimate > faith.judge_mean
+    assert set(report.audit) == {"faithfulness", "correctness"}
+    assert report.audit == audit_report(report, seed=0)
+    assert report.jury == {}
+    # report.json keeps all of it, and reads back.
+    data = json.loads(report.to_json())
+    assert data["labels"]["q31"] == {"faithfulness": 2.0, "correctness": 1.0}
+    assert data["estimates"]["faithfulness"]["n_labelled"] == 12
+
+
+def test_labels_from_a_dataset_column(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in DEMO_DATA.read_text().splitlines()]
+    labelled = load_labels(DEMO_LABELS)
+    for row in rows:
+        if row["id"] in labelled:
+            row.setdefault("metadata", {})["human"] = labelled[row["id"]]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = Pipeline.from_yaml(_config(tmp_path, "labels: {column: human}\n", data)).run().report
+    assert report.estimates["correctness"].n_labelled == 12
