@@ -36,6 +36,7 @@ from rag_judge.data.jsonl import json_lines, read_text
 from rag_judge.data.readers import load_dataset
 from rag_judge.errors import DataError
 from rag_judge.report.model import MetricKind, Report
+from rag_judge.stats.agreement import krippendorff_alpha_interval as alpha_interval
 
 __all__ = [
     "CalibrationResult",
@@ -106,16 +107,9 @@ def quadratic_kappa(
 
 
 def krippendorff_alpha_interval(a: NDArray[np.float64], b: NDArray[np.float64]) -> float | None:
-    """Two coders, every unit coded by both. With m = 2 values per unit the coincidence matrix
-    reduces to: α = 1 − (N − 1) Σᵤ (aᵤ − bᵤ)² / (N Σᵥ (v − v̄)²), N = 2n pooled values."""
-    if len(a) < 1:
-        return None
-    pooled = np.concatenate([a, b])
-    total = len(pooled)
-    spread = float(((pooled - pooled.mean()) ** 2).sum())
-    if spread == 0:
-        return None
-    return 1.0 - (total - 1) * float(((a - b) ** 2).sum()) / (total * spread)
+    """Two coders, every unit coded by both: with m = 2 values per unit it reduces to
+    α = 1 − (N − 1) Σᵤ (aᵤ − bᵤ)² / (N Σᵥ (v − v̄)²), N = 2n pooled values."""
+    return alpha_interval(np.column_stack([a, b]).astype(np.float64))
 
 
 def round_half_up(x: NDArray[np.float64]) -> NDArray[np.int64]:
