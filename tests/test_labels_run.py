@@ -79,6 +79,11 @@ def test_the_demo_slice_gives_bias_corrected_estimates(
     # person calls faithful, and the labelled slice pulls the estimate up.
     assert faith.judge_mean is not None and faith.estimate is not None
     assert faith.estimate > faith.judge_mean
+    # Eleven 5s and a 2: the labels' normal interval, 4.75 ± 1.96·0.2394, would pass 5; the
+    # intervals are clipped to the 1-5 scale the mean lives on.
+    assert faith.labelled_mean == 4.75
+    assert faith.labelled_ci is not None and faith.labelled_ci[1] == 5.0
+    assert faith.labelled_ci[0] == pytest.approx(4.75 - 1.959964 * (0.6875 / 12) ** 0.5, abs=1e-6)
     assert set(report.audit) == {"faithfulness", "correctness"}
     assert report.audit == audit_report(report, seed=0)
     assert report.jury == {}

@@ -70,6 +70,7 @@ def ppi_estimate(
     f_unl = np.array([v for sid, v in scored.items() if sid not in human], dtype=np.float64)
     ppi = ppi_mean(y, f_lab, f_unl, confidence=confidence)
     judge = normal_mean_ci(f_all, confidence=confidence)
+    scale = report.summary[metric].scale
     pass_rate = None
     if kind != "other" and len(f_all):
         cut = pass_score if kind == "rubric" else 1.0
@@ -88,11 +89,11 @@ def ppi_estimate(
         n_labelled=ppi.n_labelled,
         n_unlabelled=ppi.n_unlabelled,
         judge_mean=judge.mean,
-        judge_ci=_bounds(judge.low, judge.high),
+        judge_ci=_bounds(judge.low, judge.high, scale),
         labelled_mean=ppi.classical_mean,
-        labelled_ci=_bounds(ppi.classical_ci_low, ppi.classical_ci_high),
+        labelled_ci=_bounds(ppi.classical_ci_low, ppi.classical_ci_high, scale),
         estimate=ppi.estimate,
-        ci=_bounds(ppi.ci_low, ppi.ci_high),
+        ci=_bounds(ppi.ci_low, ppi.ci_high, scale),
         se=ppi.se,
         lam=ppi.lam,
         ess=ppi.ess,
@@ -179,5 +180,14 @@ def _names(labels: LabelRows, metric: str) -> bool:
     return any(metric in row for row in labels.values())
 
 
-def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
-    return None if low is None or high is None else (low, high)
+def _bounds(
+    low: float | None, high: float | None, scale: tuple[float, float | None] | None = None
+) -> tuple[float, float] | None:
+    """An interval, clipped to the metric's ``scale`` when given: the mean it bounds cannot
+    leave the scale, so clipping loses no coverage and a 1-5 mean never reads "[4.3, 5.2]"."""
+    if low is None or high is None:
+        return None
+    if scale is not None:
+        low = max(low, scale[0])
+        high = high if scale[1] is None else min(high, scale[1])
+    return (low, high)

@@ -37,7 +37,8 @@ class PPIEstimate(BaseModel):
     interval (what the judge alone claims). ``labelled_mean``/``labelled_ci``: the human labels
     alone. ``estimate``/``ci``/``se``: PPI++. ``ess``: the effective sample size, the number of
     labels the classical estimate would need for PPI's variance; ``ess_gain`` = ess /
-    n_labelled. None where a quantity is undefined (fewer than 2 labelled samples)."""
+    n_labelled. None where a quantity is undefined (fewer than 2 labelled samples). The three
+    intervals are normal intervals clipped to the metric's scale (a mean cannot leave it)."""
 
     model_config = ConfigDict(frozen=True)
 
