@@ -103,3 +103,30 @@ def test_labels_from_a_dataset_column(tmp_path: Path) -> None:
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = Pipeline.from_yaml(_config(tmp_path, "labels: {column: human}\n", data)).run().report
     assert report.estimates["correctness"].n_labelled == 12
+
+
+def test_a_jury_run_stores_its_agreement(tmp_path: Path) -> None:
+    from rag_judge.analysis.jury import jury_agreement
+
+    path = tmp_path / "jury.yaml"
+    path.write_text(
+        f"dataset: {DEMO_DATA}\nevaluators:\n  - type: judge\n    rubrics: [faithfulness]\n"
+        "    cache: null\n    aggregation: median\n    judges:\n      - {provider: stub}\n"
+        "      - {provider: stub, stub: fixed, stub_score: 4}\n"
+        "      - {provider: stub, stub: fixed, stub_score: 2}\n",
+        encoding="utf-8",
+    )
+    report = Pipeline.from_yaml(path).run().report
+    agreement = report.jury["faithfulness"]
+    assert agreement == jury_agreement(report)["faithfulness"]
+    assert agreement.judges == [
+        "stub/stub-lexical-support",
+        "stub/stub-fixed-4",
+        "stub/stub-fixed-2",
+    ]
+    assert agreement.units == 34 and agreement.alpha is not None
+    # The median of (lexical, 4, 2) is the lexical verdict clipped to [2, 4].
+    lexical = [j.jury[0].score for j in (r.judgments["faithfulness"] for r in report.samples)]
+    medians = [report.column("faithfulness")[r.id] for r in report.samples]
+    assert medians == [min(max(v, 2.0), 4.0) for v in lexical if v is not None]
+    assert report.audit["faithfulness"].self_preference is None

@@ -105,3 +105,24 @@ def test_concat_of_shards_with_a_crashed_one_keeps_the_others() -> None:
     assert joined.signatures == whole.signatures
     assert joined.corpus["bleu"].rows.shape == whole.corpus["bleu"].rows.shape
     assert (joined.corpus["bleu"].rows[3:] == whole.corpus["bleu"].rows[3:]).all()
+
+
+def test_a_jurys_rate_limits_are_divided_among_the_shards_and_a_local_juror_wants_a_gpu() -> None:
+    from rag_judge.evaluators.judge import JudgeEvaluator
+    from rag_judge.llm import ClientConfig
+    from rag_judge.pipeline._ray import _shard_copy, _wants_gpu
+
+    judges = (
+        ClientConfig(provider="stub", rpm=600, tpm=90_000),
+        ClientConfig(provider="stub", stub="fixed", stub_score=4),
+    )
+    jury = JudgeEvaluator(rubrics=["faithfulness"], judges=judges, cache=None)
+    copy = _shard_copy(jury, 3)
+    assert isinstance(copy, JudgeEvaluator)
+    assert (copy.judges[0].rpm, copy.judges[0].tpm) == (200.0, 30_000.0)
+    assert copy.judges[1] == judges[1]  # no limit: nothing to divide
+    assert not _wants_gpu(jury)
+    local = JudgeEvaluator(
+        rubrics=["faithfulness"], judges=(judges[0], ClientConfig(provider="local")), cache=None
+    )
+    assert _wants_gpu(local)

@@ -84,12 +84,9 @@ def model_family(model: str) -> str | None:
 def judge_families(signature: Signature | None) -> dict[str, str]:
     """Judge model ("provider/model") -> its family, from a signature's ``judge`` option: one
     judge, or each juror of ``jury[provider/model,...]``."""
-    judge = signature.options.get("judge", "") if signature is not None else ""
-    jury = re.fullmatch(r"jury\[(.*)\]", judge.strip())
-    models = jury.group(1).split(",") if jury else [judge]
     out = {}
-    for model in (m.strip() for m in models):
-        family = model_family(model) if model else None
+    for model in signature.judges() if signature is not None else []:
+        family = model_family(model)
         if family is not None:
             out[model] = family
     return out

@@ -21,9 +21,7 @@ retrieval metrics.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,8 +30,11 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
+from rag_judge.evaluators import _jury
+from rag_judge.evaluators._judge_results import Job, fail, fill
 from rag_judge.evaluators._judge_used import NORM, Used
 from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
+from rag_judge.evaluators._jury_run import Jurors, jury_dry_run, run_jury
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_chunks_sync
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
@@ -51,28 +52,17 @@ from rag_judge.judge.verdicts import (
     VERDICT_SHAPE,
     Reading,
     Scoring,
-    Unscored,
     read_completion,
-    schema_valid,
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
 from rag_judge.llm.providers import check_capabilities
-from rag_judge.report.model import Failure, FailureKind, Judgment, MetricInfo, MetricKind, Signature
+from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricKind, Signature
 
 __all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator"]
 
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
 JUDGE_CHUNK = 2_000  # samples whose prompts are rendered and asked together
-
-
-@dataclass
-class _Job:
-    index: int
-    rubric: Rubric
-    context: int | None
-    context_id: str | None
-    request: CompletionRequest
 
 
 class JudgeEvaluator(Evaluator):
@@ -106,6 +96,12 @@ class JudgeEvaluator(Evaluator):
     ``mixed`` when some had (the mean mixes weighted and integer scores); one warning per run
     names the rubrics and counts.
 
+    ``judges`` (2 or more client configs, replacing ``client``) makes a jury: the score is the
+    ``aggregation`` (``_jury.aggregate``) of the jurors' scored verdicts when at least
+    ``quorum`` scored (default: a majority); with ``on_judge_failure: fail`` any juror's
+    failure unscores the sample. The judgment keeps each juror's (``jury``) and their
+    ``spread``; the signature reads ``judge:jury[provider/model,...]|...|agg:|quorum:|on_fail:``.
+
     Validation checks the shape only; ``prepare()`` reads rubric files and compiles the
     templates once (``evaluate`` calls it too).
     """
@@ -122,6 +118,10 @@ class JudgeEvaluator(Evaluator):
     top_logprobs: int = Field(default=10, ge=1, le=20)
     reask: int = Field(default=1, ge=0, le=3)
     max_tokens: int = Field(default=512, ge=1)
+    judges: tuple[ClientConfig, ...] = ()
+    aggregation: _jury.Aggregation = "mean"
+    quorum: int | None = None
+    on_judge_failure: _jury.FailurePolicy = "drop"
 
     kind: ClassVar[MetricKind] = MetricKind.JUDGE
 
@@ -150,7 +150,17 @@ class JudgeEvaluator(Evaluator):
             raise ValueError(f"n={self.n} samples need temperature > 0 (at 0 they are identical)")
         if self.n > 1 and self.logprobs:
             raise ValueError("logprobs weighting reads one reply's score token: use n=1 with it")
+        problem = _jury.jury_problem(
+            self.judges, self.client, self.aggregation, self.quorum, self.on_judge_failure
+        )
+        if problem:
+            raise ValueError(problem)
         return self
+
+    @property
+    def jury_quorum(self) -> int:
+        """The fewest jurors that must score a verdict for the sample to be scored."""
+        return self.quorum if self.quorum is not None else _jury.default_quorum(len(self.judges))
 
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -183,8 +193,12 @@ class JudgeEvaluator(Evaluator):
         """Check the client config for what must hold before any call (an API key in the
         environment; nothing is called), then read the rubric files and compile every rubric's
         template, once; a missing key, or a template that is missing or does not parse, is a
-        ConfigError (for the client, its ``loc`` names the key: ``client.api_key_env``)."""
-        check_judge_client(self.client)
+        ConfigError (for the client, its ``loc`` names the key: ``client.api_key_env``, or a
+        juror's: ``judges[1].api_key_env``)."""
+        if self.judges:
+            _jury.check_jurors(self.judges)
+        else:
+            check_judge_client(self.client)
         if self._renderer is not None:
             return
         rubrics = self.resolved_rubrics()
@@ -223,6 +237,8 @@ class JudgeEvaluator(Evaluator):
         return "logprobs" if self.logprobs else "json"
 
     def signature(self, metric: str) -> Signature:
+        if self.judges:
+            return Jurors.of(self, None).jury(self)[metric]
         return self.signatures(make_client(self.client))[metric]
 
     def signatures(self, client: LLMClient) -> dict[str, Signature]:
@@ -259,22 +275,22 @@ class JudgeEvaluator(Evaluator):
             score_labels=SCORE_LABELS if scoring == "distribution" else None,
         )
 
-    def _jobs(
+    def jobs(
         self,
         samples: Sequence[Sample],
         scoring: Scoring,
         result: EvaluatorResult,
         indices: Iterable[int] | None = None,
-    ) -> list[_Job]:
+    ) -> list[Job]:
         """One job per request of the samples at ``indices`` (default: all); a sample that
         lacks an input gets its failure instead."""
-        jobs: list[_Job] = []
+        jobs: list[Job] = []
         for i in range(len(samples)) if indices is None else indices:
             sample = samples[i]
             for rubric in self.resolved_rubrics():
                 problem = missing_input(rubric, sample)
                 if problem:
-                    _fail(
+                    fail(
                         result, i, rubric, Failure(kind=FailureKind.MISSING_INPUT, message=problem)
                     )
                     continue
@@ -285,15 +301,20 @@ class JudgeEvaluator(Evaluator):
                         variables = sample_variables(rubric, sample, ctx)
                         request = self._request(self.renderer.render(rubric, variables), scoring)
                         ctx_id = sample.contexts[ctx].id if ctx is not None else None
-                        built.append(_Job(i, rubric, ctx, ctx_id, request))
+                        built.append(Job(i, rubric, ctx, ctx_id, request))
                 except PromptError as exc:  # the template cannot render this sample
-                    _fail(result, i, rubric, Failure(message=str(exc)))
+                    fail(result, i, rubric, Failure(message=str(exc)))
                     continue
                 jobs.extend(built)
         return jobs
 
-    def _plan(self, client: LLMClient | None) -> tuple[LLMClient, Scoring]:
+    def _plan(self, client: LLMClient | Sequence[LLMClient] | None) -> tuple[LLMClient, Scoring]:
         self.prepare()
+        if isinstance(client, Sequence):
+            raise ValueError(
+                f"{len(client)} clients given to a single judge: a list of clients is for a "
+                "jury (judges), one per judge; pass one client"
+            )
         client = check_capabilities(client) if client is not None else make_client(self.client)
         return client, self.scoring(client)
 
@@ -303,9 +324,10 @@ class JudgeEvaluator(Evaluator):
     # ---- running ----------------------------------------------------------------------------
 
     def evaluate(
-        self, samples: Sequence[Sample], *, client: LLMClient | None = None
+        self, samples: Sequence[Sample], *, client: LLMClient | Sequence[LLMClient] | None = None
     ) -> EvaluatorResult:
-        """Judge every sample on every rubric. ``client`` overrides the configured one."""
+        """Judge every sample on every rubric. ``client`` overrides the configured one (a
+        jury's: one client per judge, in order)."""
         parts: list[EvaluatorResult] = []
         starts = range(0, max(len(samples), 1), JUDGE_CHUNK)
         chunks = (samples[a : a + JUDGE_CHUNK] for a in starts)
@@ -319,27 +341,29 @@ class JudgeEvaluator(Evaluator):
         chunks: Iterable[Sequence[Sample]],
         emit: Callable[[EvaluatorResult], None],
         *,
-        client: LLMClient | None = None,
+        client: LLMClient | Sequence[LLMClient] | None = None,
     ) -> EvaluatorResult:
         """Judge each chunk's samples on every rubric over one engine (one scheduler, one rate
         limit, one cache): a chunk's prompts are rendered when it is taken and its result
         emitted when its verdicts are in. The final signatures say how the scores were
         computed over every chunk (``scoring:mixed`` when logprobs came back for some)."""
+        if self.judges:
+            return run_jury(self, chunks, emit, client)
         judge, scoring = self._plan(client)
         signatures = self.signatures(judge)
         used = Used(self.resolved_rubrics(), scoring, self.n)
-        current: list[tuple[EvaluatorResult, list[_Job]]] = []
+        current: list[tuple[EvaluatorResult, list[Job]]] = []
 
         def requests() -> Iterator[list[CompletionRequest]]:
             for samples in chunks:
                 result = EvaluatorResult.empty(len(samples), signatures)
                 result.judgments = [{} for _ in samples]
-                current[:] = [(result, self._jobs(samples, scoring, result))]
+                current[:] = [(result, self.jobs(samples, scoring, result))]
                 yield [j.request for j in current[0][1]]
 
         def each(outcomes: list[Outcome[Reading]]) -> None:
             result, jobs = current[0]
-            _fill(result, jobs, outcomes, scoring)
+            fill(result, jobs, outcomes, scoring)
             used.add(result)
             emit(result)
 
@@ -355,113 +379,19 @@ class JudgeEvaluator(Evaluator):
         tail.signatures = used.signatures(signatures)
         return tail
 
-    def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
+    def dry_run(
+        self, samples: Sequence[Sample], *, client: LLMClient | Sequence[LLMClient] | None = None
+    ) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for
-        missing inputs, token estimate and cost bound (first requests only; re-asks excluded)."""
+        missing inputs, token estimate and cost bound (first requests only; re-asks excluded);
+        a jury's summed over its jurors."""
+        if self.judges:
+            return jury_dry_run(self, samples, client)
         client, scoring = self._plan(client)
         result = EvaluatorResult.empty(len(samples), self.signatures(client))
         result.judgments = [{} for _ in samples]
-        jobs = self._jobs(samples, scoring, result)
+        jobs = self.jobs(samples, scoring, result)
         with self._engine(client) as engine:
             estimate = engine.dry_run([j.request for j in jobs])
         skipped = sum(1 for errs in result.errors for m in errs if not m.endswith(NORM))
         return DryRun(prompts=len(jobs), skipped=skipped, **estimate)
-
-
-def _fail(result: EvaluatorResult, index: int, rubric: Rubric, failure: Failure) -> None:
-    result.fail(index, failure, metrics=[rubric.name, rubric.name + NORM])
-
-
-def _judgment(outcome: Outcome[Reading], scoring: Scoring) -> Judgment:
-    found = outcome.result
-    seen: dict[str, Any] = {
-        "raw": outcome.raw,
-        "attempts": outcome.attempts,
-        "cached": outcome.cached,
-        **_server_facts(outcome, scoring),
-    }
-    if isinstance(found, Reading):
-        return Judgment(score=found.value, reason=found.reason, **seen, **found.extra)
-    if isinstance(found, Unscored):
-        return Judgment(score=None, reason=found.reason, **seen)
-    return Judgment(score=None, reason=f"judge call failed: {found}", **seen)
-
-
-def _server_facts(outcome: Outcome[Reading], scoring: Scoring) -> dict[str, Any]:
-    """What the server did with the last request, where a judgment records it (see the
-    ``Judgment`` fields): None values are left out of report.json."""
-    reply = outcome.reply
-    if reply is None:
-        return {}
-    mass = reply.extra.get("label_mass")
-    received = len(reply.choices)
-    return {
-        "choices_received": received if received < outcome.request.n else None,
-        "finish_reason": reply.finish_reason if reply.finish_reason != "stop" else None,
-        "structured_output": reply.structured_output,
-        # A label-scoring client answers with a label, not JSON: nothing to check.
-        "schema_valid": None
-        if scoring == "distribution"
-        else bool(reply.choices) and all(schema_valid(text) for text in reply.choices),
-        "label_mass": float(mass) if isinstance(mass, int | float) else None,
-    }
-
-
-def _failure(outcome: Outcome[Reading], where: str) -> Failure | None:
-    found = outcome.result
-    if isinstance(found, Unscored):
-        return Failure(kind=FailureKind.UNSCORED, message=f"{where}{found.reason}")
-    if not isinstance(found, Reading):
-        return Failure(kind=FailureKind.ERROR, message=f"{where}{found}")
-    return None
-
-
-def _fill(
-    result: EvaluatorResult,
-    jobs: list[_Job],
-    outcomes: list[Outcome[Reading]],
-    scoring: Scoring,
-) -> None:
-    groups: dict[tuple[int, str], list[tuple[_Job, Outcome[Reading]]]] = {}
-    for job, outcome in zip(jobs, outcomes, strict=True):
-        groups.setdefault((job.index, job.rubric.name), []).append((job, outcome))
-    for (i, name), group in groups.items():
-        rubric = group[0][0].rubric
-        failures = []
-        judged = []
-        for job, outcome in group:
-            entry = _judgment(outcome, scoring)
-            if rubric.per_context:
-                rank = (job.context or 0) + 1
-                entry = entry.model_copy(update={"rank": rank, "id": job.context_id})
-            judged.append(entry)
-            failures.append(_failure(outcome, f"context {entry.rank}: " if entry.rank else ""))
-        entry = _per_context(judged) if rubric.per_context else judged[0]
-        result.judgments[i][name] = entry
-        failure = next((f for f in failures if f is not None), None)
-        if failure is not None or entry.score is None:
-            _fail(result, i, rubric, failure or Failure(message="no score"))
-        else:
-            result.scores[name][i] = entry.score
-            result.scores[name + NORM][i] = (entry.score - 1.0) / 4.0
-
-
-def _per_context(judged: list[Judgment]) -> Judgment:
-    """A per-context rubric's judgment: the mean of its contexts' grades when every context
-    was graded; else unscored, naming the contexts without a grade and why."""
-    scores = [e.score for e in judged if e.score is not None]
-    missing = [e for e in judged if e.score is None]
-    if missing:
-        which = "; ".join(
-            f"context {e.rank}{f' ({e.id})' if e.id else ''}: {e.reason}" for e in missing
-        )
-        score, reason = None, f"{len(missing)} of {len(judged)} contexts not graded: {which}"
-    else:
-        score, reason = math.fsum(scores) / len(scores), f"mean of {len(scores)} per-context grades"
-    return Judgment(
-        score=score,
-        reason=reason,
-        attempts=sum(e.attempts for e in judged),
-        cached=all(e.cached for e in judged),
-        contexts=judged,
-    )

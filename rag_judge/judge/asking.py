@@ -6,11 +6,14 @@ re-asked up to ``reask`` times, the previous exchange followed by the parse erro
 (``reask_message``), all re-asks of a round again in one ``engine.run``. A call that failed for
 good (after the engine's retries) is not re-asked. Every round runs in one event loop, on one
 engine opened and closed once (``ask_sync``), so the client's connections and the cache live
-exactly as long as the judging.
+exactly as long as the judging. A jury asks several engines at once
+(``ask_panel_chunks_sync``): their rounds run concurrently in that one loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +24,15 @@ from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError, Usage
 from rag_judge.llm.engine import JudgeEngine
 
-__all__ = ["Outcome", "ask_all", "ask_chunks_sync", "ask_sync", "failed_attempts", "reask_message"]
+__all__ = [
+    "Outcome",
+    "ask_all",
+    "ask_chunks_sync",
+    "ask_panel_chunks_sync",
+    "ask_sync",
+    "failed_attempts",
+    "reask_message",
+]
 
 R = TypeVar("R")
 
@@ -162,11 +173,57 @@ def ask_chunks_sync(
     they are in, so only one chunk's prompts and replies are alive at a time. ``chunks`` may
     be a generator that builds each chunk's requests when it is asked for. Returns the
     engine's usage."""
+    return ask_panel_chunks_sync(
+        [open_engine],
+        ([requests] for requests in chunks),
+        [parse],
+        lambda outcomes: each(outcomes[0]),
+        shape=shape,
+        reask=reask,
+        labels=[label],
+    )
+
+
+def ask_panel_chunks_sync(
+    open_engines: Sequence[Callable[[], JudgeEngine]],
+    chunks: Iterable[Sequence[Sequence[CompletionRequest]]],
+    parses: Sequence[Callable[[Completion], R | Unscored]],
+    each: Callable[[list[list[Outcome[R]]]], None],
+    *,
+    shape: str,
+    reask: int = 1,
+    labels: Sequence[str] | None = None,
+) -> Usage:
+    """``ask_chunks_sync`` for a panel of judges (a jury): each chunk holds one list of
+    requests per engine, read by that engine's ``parses`` entry; every engine's ``ask_all``
+    of a chunk runs concurrently in one event loop (each engine keeps its own scheduler and
+    rate limit), and ``each`` gets the chunk's outcome lists, one per engine, in order.
+    ``labels`` name each engine's calls in the progress display (default: ``judge``).
+    The engines are opened inside the loop and closed when done. Returns their summed usage
+    (its cost None unless every engine has prices)."""
+    names = list(labels) if labels is not None else ["judge"] * len(open_engines)
+    if not len(open_engines) == len(parses) == len(names):
+        raise ValueError(
+            f"{len(open_engines)} engines, {len(parses)} parsers and {len(names)} labels: "
+            "give one of each per judge"
+        )
 
     async def ask() -> Usage:
-        async with open_engine() as engine:
-            for requests in chunks:
-                each(await ask_all(engine, requests, parse, shape=shape, reask=reask, label=label))
-        return engine.usage.model_copy()
+        async with contextlib.AsyncExitStack() as stack:
+            engines = [await stack.enter_async_context(o()) for o in open_engines]
+            for panel in chunks:
+                if len(panel) != len(engines):
+                    raise ValueError(f"{len(panel)} request lists for {len(engines)} engines")
+                asked = [
+                    ask_all(e, requests, p, shape=shape, reask=reask, label=name)
+                    for e, requests, p, name in zip(engines, panel, parses, names, strict=True)
+                ]
+                each(list(await asyncio.gather(*asked)))
+        usage = Usage()
+        for engine in engines:
+            usage += engine.usage
+        # A cost is known only when every engine knows its own.
+        unpriced = any(engine.usage.cost is None for engine in engines)
+        return usage.model_copy(update={"cost": None}) if unpriced else usage
 
     return run_sync(ask())

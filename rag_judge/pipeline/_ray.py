@@ -65,9 +65,11 @@ def _shard_copy(evaluator: Evaluator, shards: int) -> Evaluator:
     together keep the configured rate."""
     update: dict[str, Any] = {}
     client = getattr(evaluator, "client", None)
-    if isinstance(client, ClientConfig) and (client.rpm or client.tpm):
-        limits = {k: getattr(client, k) / shards for k in ("rpm", "tpm") if getattr(client, k)}
-        update["client"] = client.model_copy(update=limits)
+    if isinstance(client, ClientConfig):
+        update["client"] = _divided(client, shards)
+    judges = getattr(evaluator, "judges", ())
+    if judges:  # a jury: each judge keeps its own rate, divided the same way
+        update["judges"] = tuple(_divided(j, shards) for j in judges)
     copy = evaluator.model_copy(update=update)
     private = type(evaluator).__private_attributes__
     object.__setattr__(
@@ -76,9 +78,15 @@ def _shard_copy(evaluator: Evaluator, shards: int) -> Evaluator:
     return copy
 
 
+def _divided(client: ClientConfig, shards: int) -> ClientConfig:
+    limits = {k: getattr(client, k) / shards for k in ("rpm", "tpm") if getattr(client, k)}
+    return client.model_copy(update=limits) if limits else client
+
+
 def _wants_gpu(evaluator: Evaluator) -> bool:
-    """BERTScore and the local judge run on a GPU when the cluster has one."""
-    client = getattr(evaluator, "client", None)
-    return evaluator.type == "bertscore" or (
-        isinstance(client, ClientConfig) and client.provider == "local"
+    """BERTScore and the local judge (alone or on a jury) run on a GPU when the cluster has
+    one."""
+    clients = [getattr(evaluator, "client", None), *getattr(evaluator, "judges", ())]
+    return evaluator.type == "bertscore" or any(
+        isinstance(c, ClientConfig) and c.provider == "local" for c in clients
     )

@@ -9,6 +9,7 @@ import logging
 
 from rag_judge.analysis.audit import audit_report
 from rag_judge.analysis.calibration import labels_from_dataset, load_labels
+from rag_judge.analysis.jury import jury_agreement
 from rag_judge.analysis.ppi import ppi_estimates
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
@@ -53,5 +54,6 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
         report.estimates = ppi_estimates(
             report, confidence=report.confidence, pass_score=cfg.labels.pass_score, seed=cfg.seed
         )
+    report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
     return report

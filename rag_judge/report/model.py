@@ -96,6 +96,14 @@ class Report(BaseModel):
     audit: dict[str, RubricAudit] = Field(default_factory=dict)  # per judge metric
     _index: tuple[int, int, SampleIndex] | None = PrivateAttr(default=None)
 
+    def __eq__(self, other: object) -> bool:
+        # The sample index is a cache built on first use, not part of what the report says.
+        if not isinstance(other, Report):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic leaves it
+
     @field_serializer("samples", mode="wrap")
     def _samples(
         self, value: Any, handler: SerializerFunctionWrapHandler, info: SerializationInfo
@@ -167,20 +175,23 @@ class Report(BaseModel):
 
     def stub_method(self, metric: str) -> str | None:
         """How the stub judge scored ``metric`` ("a fixed score of 5", "a lexical word-overlap
-        heuristic"), or None when no stub scored it."""
+        heuristic"; for a jury, each stub judge's way, joined), or None when no stub scored it."""
         sig = self.signatures.get(metric)
-        judge = sig.options.get("judge", "") if sig is not None else ""
-        if not judge.startswith("stub/"):
+        stubs = [m for m in (sig.judges() if sig else []) if m.startswith("stub/")]
+        if not stubs:
             return None
-        model = judge.removeprefix("stub/")
-        if model.startswith("stub-fixed-"):
-            return f"a fixed score of {model.removeprefix('stub-fixed-')}"
-        if model == "stub-lexical-support":
-            return "a lexical word-overlap heuristic"
-        return f"a scripted stub ({model})"
+        return " and ".join(dict.fromkeys(_stub_way(m.removeprefix("stub/")) for m in stubs))
 
     @property
     def confidence(self) -> float:
         """The interval level the summary's bounds were computed at."""
         boot = self.config.get("bootstrap")
         return float(boot.get("confidence", 0.95)) if isinstance(boot, dict) else 0.95
+
+
+def _stub_way(model: str) -> str:
+    if model.startswith("stub-fixed-"):
+        return f"a fixed score of {model.removeprefix('stub-fixed-')}"
+    if model == "stub-lexical-support":
+        return "a lexical word-overlap heuristic"
+    return f"a scripted stub ({model})"

@@ -115,6 +115,14 @@ class Signature(BaseModel):
         parts += [f"{k}:{v}" for k, v in self.run.items()]
         return "|".join(parts)
 
+    def judges(self) -> list[str]:
+        """The judge models ("provider/model") of a judge metric: its ``judge`` option, or
+        each juror of a jury's ``jury[provider/model,...]``; empty for other metrics."""
+        judge = self.options.get("judge", "").strip()
+        jury = re.fullmatch(r"jury\[(.*)\]", judge)
+        models = jury.group(1).split(",") if jury else [judge]
+        return [m.strip() for m in models if m.strip()]
+
     def same_metric(self, other: Signature) -> bool:
         """Whether both describe the same metric definition (run settings aside)."""
         return self.name == other.name and self.options == other.options
@@ -222,6 +230,8 @@ class Judgment(BaseModel):
     contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
     claims: list[ClaimJudgment] | None = None  # grounding: the answer's claims with verdicts
     abstained: bool | None = None  # grounding: the answer declines to answer
+    judge: str | None = None  # a juror's verdict: which judge ("provider/model") gave it
+    jury: list[Judgment] | None = None  # a jury's verdict: one judgment per judge, in order
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -56,3 +56,27 @@ def test_a_model_judged_run_has_no_stub_banner() -> None:
     assert len(what_ran(report)) == 1
     assert "Stub judge." not in render_html(report)
     assert isinstance(report.signatures["faithfulness"], Signature)
+
+
+def test_a_jury_with_stub_judges_says_so() -> None:
+    judges = (
+        ClientConfig(provider="stub"),
+        ClientConfig(provider="stub", stub="fixed", stub_score=2),
+        ClientConfig(provider="stub", stub="fixed", stub_score=5),
+    )
+    judge = JudgeEvaluator(rubrics=["faithfulness"], judges=judges, cache=None)
+    report = Pipeline([judge]).run(SAMPLES).report
+    assert report.signatures["faithfulness"].judges() == [
+        "stub/stub-lexical-support",
+        "stub/stub-fixed-2",
+        "stub/stub-fixed-5",
+    ]
+    way = "a lexical word-overlap heuristic and a fixed score of 2 and a fixed score of 5"
+    assert report.stub_judged() == {way: ["faithfulness"]}
+    # One model on the jury is enough for the banner to say which rubrics a stub touched.
+    sig = report.signatures["faithfulness"]
+    jury = "jury[openai/gpt-4o-mini,stub/stub-fixed-2]"
+    report.signatures["faithfulness"] = sig.model_copy(
+        update={"options": {**sig.options, "judge": jury}}
+    )
+    assert report.stub_judged() == {"a fixed score of 2": ["faithfulness"]}
