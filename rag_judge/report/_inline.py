@@ -92,6 +92,7 @@ class Inline:
     details: Markup
     shown: int
     text: str = ""
+    indices: tuple[int, ...] = ()  # the samples the page holds, by their place in the report
 
 
 @dataclass
@@ -122,7 +123,7 @@ def inline_samples(
         rows.append(row)
         dets.append(det)
     else:
-        return Inline(_lines(rows), _lines(dets), len(rows))
+        return Inline(_lines(rows), _lines(dets), len(rows), indices=tuple(range(len(rows))))
     picks = _pick(report, metrics, columns)
     chosen: list[tuple[int, str, str, str]] = []
     size = 0
@@ -148,6 +149,7 @@ def inline_samples(
         _lines(c[3] for c in chosen),
         len(chosen),
         _inline_text(len(chosen), len(report.samples), counts, picks),
+        tuple(c[0] for c in chosen),
     )
 
 

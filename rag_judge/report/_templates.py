@@ -50,8 +50,9 @@ SAMPLES = """\
 {%- endif %}
 {% endmacro %}
 {% macro judgment(label, j, sub=false) %}
-<tr><td>{% if sub %}<span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · \
-{{ j.id or missing }}</span>{% else %}{{ label }}{% endif %}</td><td class=num>
+<tr><td>{% if sub and j.judge %}<span class=sub>↳ judge {{ j.judge }}</span>{% elif sub %}\
+<span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · {{ j.id or missing }}\
+</span>{% else %}{{ label }}{% endif %}</td><td class=num>
 {%- if j.score is none %}<span class=bad>unscored</span>{% else %}{{ j.score|short }}{% endif %}\
 </td><td>{{ j.reason }}{% if j.score is none and j.raw %}<pre>{{ j.raw }}</pre>{% endif %}
 {%- if j|extras %}<pre class=extra>{{ j|extras }}</pre>{% endif %}</td>\
@@ -122,6 +123,9 @@ class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 {% for c in j.contexts or [] %}
 {{ judgment(rubric, c, sub=true) }}
 {% endfor %}
+{% for c in j.jury or [] %}
+{{ judgment(rubric, c, sub=true) }}
+{% endfor %}
 {% endfor %}
 </tbody></table>
 {% endif %}
@@ -147,7 +151,9 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 <body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples\
 {% if inline %} ({{ inline.shown|amount }} in the sample table){% endif %} · rag-judge \
 {{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
-<a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a><a href=#samples>Samples</a>\
+<a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a>\
+{% for t in judge_tables %}<a href=#{{ t.anchor }}>{{ t.title }}</a>{% endfor %}\
+{% if review %}<a href=#review>Review</a>{% endif %}<a href=#samples>Samples</a>\
 <a href=#run>Run</a></nav>{% if stub_rubrics %}<p class=banner><b>Stub judge.</b>\
 {% for method, rubrics in stub_rubrics.items() %} {{ rubrics|join(", ") }} \
 {{ "was" if rubrics|length == 1 else "were" }} scored by the stub provider: {{ method }}, for \
@@ -186,6 +192,31 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 {% else %}<p class=muted>No metric family is measured at more than one cut-off.</p>
 {% endif %}
 </section>
+{% for t in judge_tables %}
+<section id={{ t.anchor }}><h2>{{ t.title }}</h2><p class=note>{{ t.note }}</p>\
+<table class=summary><thead><tr>{% for h in t.head %}<th{{ " class=num"|safe if not loop.first \
+}}>{{ h }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in t.rows %}<tr>{% for c in row %}{% if loop.first %}<th scope=row>{{ c }}</th>\
+{% else %}<td class=num>{{ c }}</td>{% endif %}{% endfor %}</tr>
+{% endfor %}</tbody></table></section>
+{% endfor %}
+{% if review %}<section id=review><h2>Review</h2><p class=note>Label the judge's verdicts \
+yourself, one sample at a time: keys 1–5 label, n or → next, b or ← back. The queue puts the \
+most uncertain verdicts first (a jury's or sampled verdicts' spread, the entropy of the judge's \
+score distribution), then the rest in report order. Labels stay in this browser until you \
+export them as JSON Lines for <code>rag-judge calibrate</code> or a config's \
+<code>labels:</code>; for the bias-corrected estimates, label a random slice.</p>\
+<div class=tools><button id=rv-start type=button>Start review</button><label>rubric \
+<select id=rv-rubric></select></label><span id=rv-count>0 labelled</span><button id=rv-export \
+type=button>Export labels</button><a id=rv-download download=labels.jsonl hidden>labels.jsonl\
+</a></div><div id=rv-card hidden><p class=meta><span id=rv-pos></span> · sample \
+<b id=rv-id></b> · judge: <span id=rv-judge></span></p><p>Your label: \
+<span id=rv-label>–</span> {% for v in range(1, 6) %}<button class=rv-b data-v={{ v }} \
+type=button>{{ v }}</button> {% endfor %}<button id=rv-back type=button>← back</button> \
+<button id=rv-next type=button>next →</button></p><div id=rv-body></div></div><textarea \
+id=rv-out readonly hidden rows=6></textarea>
+<script type=application/json id=rv-data>{{ review }}</script></section>
+{% endif %}
 <section id=samples><h2>Samples</h2><div class=tools><input id=filter type=search \
 placeholder='Filter by sample id'><label><input id=onlyerr type=checkbox> only samples with \
 errors</label><button id=openall type=button>Expand all</button><button id=closeall \

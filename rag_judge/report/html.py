@@ -36,10 +36,14 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from rag_judge.report._assets import CSS, JS
+from rag_judge.report._assets import CSS
+from rag_judge.report._assets import JS as TABLE_JS
 from rag_judge.report._format import ci_label
 from rag_judge.report._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
 from rag_judge.report._jinja import env, svg_macros
+from rag_judge.report._judge_tables import judge_tables
+from rag_judge.report._review import review_json, review_rubrics
+from rag_judge.report._review_js import REVIEW_CSS, REVIEW_JS
 from rag_judge.report._sample_view import column_groups, context_grades, is_twin, not_retrieved
 from rag_judge.report.charts import (
     Bins,
@@ -82,6 +86,7 @@ _LIBRARIES = (
 )
 NOT_INSTALLED = "not installed"
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{}'"
+JS = TABLE_JS + "\n" + REVIEW_JS  # the page's one script: its hash is in the CSP
 
 
 def scale_of(metric: str, report: Report) -> Scale:
@@ -143,7 +148,7 @@ def render_html(report: Report) -> str:
         report=report,
         name=str(report.config.get("name") or "rag-judge report"),
         csp=Markup(_CSP.format(script_hash)),  # constant and base64: no quote to escape
-        css=Markup(CSS),
+        css=Markup(CSS + REVIEW_CSS),
         js=Markup(JS),
         ci_label=ci_label(report.confidence),
         summary=[
@@ -165,6 +170,9 @@ def render_html(report: Report) -> str:
         usage=list(report.usage.model_dump().items()),
         versions=library_versions(report),
         config=json.dumps(report.config, indent=2, ensure_ascii=False, default=str),
+        judge_tables=judge_tables(report),
+        # JSON with "<" escaped, in a block the browser does not run: safe to insert as is
+        review=Markup(review_json(report, inline.indices)) if review_rubrics(report) else None,
     )
 
 

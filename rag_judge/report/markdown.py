@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_judge.report._format import ci_label, interval, num
+from rag_judge.report._judge_tables import judge_tables
 from rag_judge.report.model import Report
 
 __all__ = ["render_markdown", "summary_table"]
@@ -27,6 +28,12 @@ def render_markdown(report: Report) -> str:
         lines += [f"- `{sid}` · {metric}: {msg}" for sid, metric, msg in failed[:_MAX_ERRORS]]
         if len(failed) > _MAX_ERRORS:
             lines.append(f"- … and {len(failed) - _MAX_ERRORS} more (see report.json)")
+        lines.append("")
+    for table in judge_tables(report):
+        lines += [f"## {table.title}", "", table.note, ""]
+        lines.append("| " + " | ".join(table.head) + " |")
+        lines.append("|---|" + "---:|" * (len(table.head) - 1))
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
         lines.append("")
     lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
     lines += [f"| {m} | `{_cell(s.render())}` |" for m, s in report.signatures.items()]

@@ -133,9 +133,20 @@ def test_scales_and_k_families() -> None:
 # --- the page ---------------------------------------------------------------------------------
 
 
+def assert_one_script(page: str) -> None:
+    """The page's own script is its only one; the review mode's data block beside it is JSON
+    the browser never runs, with every "<" escaped so that no text can close the block."""
+    assert page.count("<script>") == 1
+    blocks = page.count("<script type=application/json id=rv-data>")
+    assert page.count("<script") == 1 + blocks and blocks <= 1
+    if blocks:
+        data = page.split("<script type=application/json id=rv-data>")[1].split("</script>")[0]
+        assert "<" not in data
+
+
 def test_untrusted_text_is_escaped_everywhere() -> None:
     page = render_html(_report())
-    assert page.count("<script") == 1  # only the page's own script
+    assert_one_script(page)
     assert "<img" not in page and "<b>exp</b>" not in page
     assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in page
     assert 'id="s-b&#34;&gt;&lt;img src=x onerror=alert(1)&gt;"' in page

@@ -22,7 +22,7 @@ from rag_judge.report.html import (
     scale_of,
 )
 from rag_judge.report.model import MetricKind, MetricSummary, SampleResult
-from tests.report.test_html import EVIL, _report
+from tests.report.test_html import EVIL, _report, assert_one_script
 
 # --- 1. the scale comes from the kind -----------------------------------------------------------
 
@@ -106,7 +106,8 @@ def test_unretrieved_ids_are_escaped() -> None:
     report.samples[0].sample = _judged()
     page = render_html(report)
     assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in page
-    assert page.count("<script") == 1 and "<img" not in page
+    assert_one_script(page)
+    assert "<img" not in page
 
 
 # --- 3. library versions -------------------------------------------------------------------------

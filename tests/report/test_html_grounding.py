@@ -22,6 +22,7 @@ from rag_judge.report.model import (
     SampleResult,
     Signature,
 )
+from tests.report.test_html import assert_one_script
 
 EVIL_CLAIM = 'It runs on <script>alert("x")</script> Mars.'
 ANSWER = f"Plans cost $12 [1]. Storage is unlimited [2]. {EVIL_CLAIM} Ask us."
@@ -142,7 +143,7 @@ def test_a_claim_that_cannot_be_located_is_listed_with_its_verdict() -> None:
 
 def test_claim_text_is_escaped() -> None:
     page = render_html(_report())
-    assert page.count("<script") == 1  # only the page's own script
+    assert_one_script(page)
     escaped = "It runs on &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; Mars."
     assert '<mark class="claim unsupported" data-n="3" title="claim 3: unsupported · ' in page
     assert f"{escaped}</mark>" in page  # inside its mark

@@ -18,7 +18,7 @@ from rag_judge.report.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
 from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, render_html, write_html
 from rag_judge.report.model import Judgment, MetricKind, MetricSummary, SampleResult
 from tests.report.synthetic import big_report
-from tests.report.test_html import _chromium, _report, needs_chromium
+from tests.report.test_html import _chromium, _report, assert_one_script, needs_chromium
 
 BIG = 100_000
 MB5 = 5_000_000
@@ -242,7 +242,8 @@ def test_untrusted_text_is_escaped_on_a_page_past_its_budget(
     monkeypatch.setattr(_inline, "SAMPLE_BUDGET", 2_000)  # 2.3 KB whole; one sample fits
     page = render_html(_report())
     assert _shown(page) == 1
-    assert page.count("<script") == 1 and "<img" not in page
+    assert_one_script(page)
+    assert "<img" not in page
     assert 'id="s-b&#34;&gt;&lt;img src=x onerror=alert(1)&gt;"' in page  # failed: it is first
     assert "<span class=tag>faithfulness unscored</span>" in page
 
