@@ -20,6 +20,11 @@ class JudgeTable:
     note: str  # one or two sentences on how to read it
     head: list[str]
     rows: list[list[str]]
+    text: tuple[int, ...] = ()  # the columns of words (left-aligned), beside the first
+
+    def aligned(self) -> list[tuple[str, bool]]:
+        """Each column's heading and whether it holds numbers (right-aligned)."""
+        return [(h, i > 0 and i not in self.text) for i, h in enumerate(self.head)]
 
 
 PPI_NOTE = (
@@ -58,7 +63,8 @@ def _ci(bounds: tuple[float, float] | None) -> str:
 def _pass_rate(rate: RoganGladen | None) -> str:
     if rate is None:
         return MISSING
-    return f"{num(rate.apparent, '.3f')} → {num(rate.corrected, '.3f')} {_ci(rate.ci)}"
+    at = "" if rate.threshold is None else f" (pass ≥ {rate.threshold:g})"
+    return f"{num(rate.apparent, '.3f')} → {num(rate.corrected, '.3f')} {_ci(rate.ci)}{at}"
 
 
 def _ppi_table(report: Report) -> JudgeTable:
@@ -105,7 +111,7 @@ def _jury_table(jury: dict[str, JuryAgreement]) -> JudgeTable:
         ]
         for a in jury.values()
     ]
-    return JudgeTable("jury", "Jury agreement", JURY_NOTE, head, rows)
+    return JudgeTable("jury", "Jury agreement", JURY_NOTE, head, rows, text=(1, 5))
 
 
 def _audit_table(audit: dict[str, RubricAudit]) -> JudgeTable:
@@ -118,9 +124,13 @@ def _audit_table(audit: dict[str, RubricAudit]) -> JudgeTable:
         "unscored",
         "self-preference",
     ]
-    return JudgeTable(
-        "audit", "Judge audit", AUDIT_NOTE, head, [_audit_row(a) for a in audit.values()]
-    )
+    pairwise = any(a.position_consistency is not None for a in audit.values())
+    rows = [_audit_row(a) for a in audit.values()]
+    if pairwise:  # a pairwise run's column only
+        head.append("position consistency")
+        for a, row in zip(audit.values(), rows):
+            row.append(num(a.position_consistency, ".3f"))
+    return JudgeTable("audit", "Judge audit", AUDIT_NOTE, head, rows, text=(3, 4, 6))
 
 
 def _audit_row(a: RubricAudit) -> list[str]:
@@ -129,8 +139,8 @@ def _audit_row(a: RubricAudit) -> list[str]:
     if a.modal_score is not None and a.modal_share is not None:
         mode = f"{a.modal_score:g} ({a.modal_share:.0%})" + (" collapsed" if a.collapsed else "")
     preference = {True: "yes", False: "no", None: "unknown"}[a.self_preference]
-    if a.position_consistency is not None:
-        preference += f"; position consistency {a.position_consistency:.3f}"
+    if a.self_preference_note:
+        preference += f": {a.self_preference_note}"
     return [
         a.metric,
         str(a.n),

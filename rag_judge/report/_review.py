@@ -2,23 +2,26 @@
 page holds: their details are what the review card shows), the judge's scores, and per rubric
 the queue the page walks, the most uncertain verdicts first.
 
-A verdict's uncertainty is the disagreement the run measured: the spread of a jury's or of n
-sampled verdicts, else the entropy (bits) of the judge's distribution over "1".."5" (logprobs,
-or a label-scoring local model). A verdict with neither comes after every uncertain one, in
-report order. The data goes into the page as JSON inside a ``<script type=application/json>``
-block, which the browser never runs (the page's CSP stays as it is); ``<`` is escaped in it so
-no text can close the block.
+A verdict's uncertainty is the disagreement the run measured: the spread (standard deviation)
+of a jury's or of n sampled verdicts, else the entropy (bits) of the judge's distribution over
+"1".."5" (logprobs, or a label-scoring local model); both run from 0 to about 2 on a 1-5 scale.
+A verdict with neither (or with no disagreement) comes after every uncertain one, in report
+order. The data goes into the page as JSON inside a ``<script type=application/json>`` block,
+which the browser never runs (the page's CSP stays as it is); ``<`` is escaped in it so no text
+can close the block.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rag_judge.report.model import Judgment, MetricKind, Report
 
-__all__ = ["review_data", "review_json", "review_rubrics", "uncertainty"]
+__all__ = ["review_data", "review_json", "review_note", "review_rubrics", "uncertainty"]
+
+_LABELS = range(1, 6)  # what a person can give a 1-5 rubric
 
 
 def review_rubrics(report: Report) -> list[str]:
@@ -51,13 +54,14 @@ def uncertainty(judgment: Judgment | None) -> float | None:
 def review_data(report: Report, indices: Sequence[int]) -> dict[str, object]:
     """What the review mode needs beyond the page's sample details (which it shows): the
     storage key, the rubrics, per sample (of those at ``indices``, the samples the page holds)
-    its id and the judge's scores, per rubric the queue, and the report's own labels."""
+    its id and the judge's scores, per rubric the queue, and the report's own labels of those
+    rubrics (the page starts from them)."""
     rubrics = review_rubrics(report)
     items: list[dict[str, object]] = []
     keys: dict[str, list[float | None]] = {m: [] for m in rubrics}
     for i in indices:
         r = report.samples[i]
-        items.append({"id": r.id, "scores": {m: r.scores.get(m) for m in rubrics}})
+        items.append({"id": r.id, "scores": {m: _finite(r.scores.get(m)) for m in rubrics}})
         for m in rubrics:
             keys[m].append(uncertainty(r.judgments.get(m)))
     name = str(report.config.get("name") or "report")
@@ -67,9 +71,38 @@ def review_data(report: Report, indices: Sequence[int]) -> dict[str, object]:
         "items": items,
         "uncertainty": keys,
         "queues": {m: _queue(keys[m]) for m in rubrics},
-        "labels": report.labels,
+        "labels": _labels(report.labels, rubrics),
         "total": len(report.samples),
     }
+
+
+def review_note(report: Report, shown: int) -> str:
+    """What a page that cannot hold every sample lets a person review: only the samples it
+    holds (the rest have no details on the page to show); empty when it holds them all."""
+    total = len(report.samples)
+    if shown >= total:
+        return ""
+    return (
+        f"Only the {shown:,} samples this page holds can be reviewed here (the report has "
+        f"{total:,}; report.json holds every one), most uncertain first among them."
+    )
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _labels(
+    labels: Mapping[str, Mapping[str, float]], rubrics: Sequence[str]
+) -> dict[str, dict[str, int]]:
+    """The report's labels a reviewer can change: the review rubrics' whole 1-5 labels (what
+    the export writes and ``load_labels`` reads back; other metrics' labels stay in report.json)."""
+    out: dict[str, dict[str, int]] = {}
+    for sid, row in labels.items():
+        kept = {m: int(row[m]) for m in rubrics if m in row and row[m] in _LABELS}
+        if kept:
+            out[sid] = kept
+    return out
 
 
 def _queue(keys: list[float | None]) -> list[int]:

@@ -1,11 +1,13 @@
 """The review mode's script (vanilla JS), run after the page's own in the same hashed block.
 
-Keys while reviewing: 1-5 label the current sample on the chosen rubric, ``n`` / → next,
-``b`` / ← back (ignored while typing in a field). Labels live in ``localStorage`` under the
-review data's key (in memory where storage throws, e.g. a locked-down file:// page) and are
-exported as JSON Lines, ``{"id": ..., "<rubric>": 1-5}`` a line, into a text box and a
-``labels.jsonl`` download. Texts are set with ``textContent`` and the card shows a copy of
-the sample's own (escaped) details: nothing is parsed as HTML.
+Keys while reviewing: 1-5 label the current sample on the chosen rubric, 0 (or Backspace)
+clears it, ``n`` / → next, ``b`` / ← back (ignored while typing in a field). Labels live in
+``localStorage`` under the review data's key (in memory where storage throws, e.g. a
+locked-down file:// page, and the page says so), over the report's own labels, and are exported
+as JSON Lines, ``{"id": ..., "<rubric>": 1-5}`` a line, into a text box and a ``labels.jsonl``
+download (a Blob URL: the CSP does not restrict a download). Labels are kept in objects
+without a prototype (a sample id may be ``__proto__``). Texts are set with ``textContent``
+and the card shows copies of the sample's own (escaped) details: nothing is parsed as HTML.
 Sets ``data-review="1"`` on <body> when ready (the browser test waits for it).
 """
 
@@ -17,70 +19,103 @@ REVIEW_CSS = """
 #rv-card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;margin-top:8px}
 #rv-card p{margin:2px 0 6px}#rv-label{font-weight:700;font-size:16px}
 .rv-b{min-width:30px}.rv-b.on{background:var(--acc);color:#fff}#rv-out{width:100%}
+#rv-card .judg{margin-bottom:6px}#rv-body{border-top:1px solid var(--line)}
 """
 
 REVIEW_JS = """(function () {
   var data = document.getElementById("rv-data");
   if (!data) return;
-  var D = JSON.parse(data.textContent), store = {};
+  var D = JSON.parse(data.textContent), labels = map(), store = null;
   function $(id) { return document.getElementById(id); }
-  try { store = JSON.parse(window.localStorage.getItem(D.key) || "{}") || {}; } catch (e) {}
-  Object.keys(D.labels).forEach(function (id) {
-    store[id] = store[id] || {};
-    Object.keys(D.labels[id]).forEach(function (m) {
-      if (store[id][m] === undefined) store[id][m] = D.labels[id][m];
+  function map() { return Object.create(null); }
+  function own(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
+  function merge(src) {  // a label is 1-5; null clears one the report had
+    if (!src || typeof src !== "object") return;
+    Object.keys(src).forEach(function (id) {
+      var row = src[id];
+      if (!row || typeof row !== "object") return;
+      D.rubrics.forEach(function (m) {
+        var v = own(row, m) ? row[m] : undefined;
+        if (v === null || (typeof v === "number" && v % 1 === 0 && v >= 1 && v <= 5)) {
+          labels[id] = labels[id] || map(); labels[id][m] = v;
+        }
+      });
     });
-  });
+  }
+  merge(D.labels);
+  try { store = window.localStorage; store.getItem(D.key); } catch (e) { store = null; }
+  if (store) { try { merge(JSON.parse(store.getItem(D.key) || "{}")); } catch (e) {} }
+  function save() {
+    if (!store) return;
+    try { store.setItem(D.key, JSON.stringify(labels)); } catch (e) { store = null; where(); }
+  }
+  function where() {
+    $("rv-store").textContent = store ? "Labels are saved in this browser (local storage " +
+      D.key + ") and pre-filled from the report's own; export them to keep them." :
+      "This browser refuses local storage to this page: labels are kept in memory only " +
+      "until it is closed; export them before.";
+  }
+  function get(id, m) { var row = labels[id]; return row && row[m] ? row[m] : null; }
+  function labelled(m) {
+    return Object.keys(labels).filter(function (id) {
+      return m ? !!get(id, m) : D.rubrics.some(function (r) { return !!get(id, r); });
+    });
+  }
   var rubric = D.rubrics[0], pos = 0, open = false, sel = $("rv-rubric");
   D.rubrics.forEach(function (m) {
     var o = document.createElement("option"); o.value = m; o.textContent = m; sel.appendChild(o);
   });
-  function save() {
-    try { window.localStorage.setItem(D.key, JSON.stringify(store)); } catch (e) {}
+  function count() {
+    $("rv-count").textContent = labelled().length + " labelled · " + labelled(rubric).length +
+      " of " + D.items.length + " on " + rubric;
   }
-  function labelled() {
-    return Object.keys(store).filter(function (id) { return Object.keys(store[id]).length; });
-  }
-  function item() { return D.items[D.queues[rubric][pos]]; }
   function show() {
     var i = D.queues[rubric][pos], it = D.items[i], score = it.scores[rubric];
     var u = D.uncertainty[rubric][i], det = document.getElementById("s-" + it.id);
-    var mine = (store[it.id] || {})[rubric];
+    var mine = get(it.id, rubric), verdict = $("rv-verdict"), body = $("rv-body");
     $("rv-card").hidden = false;
-    $("rv-pos").textContent = (pos + 1) + " of " + D.items.length +
-      (D.items.length < D.total ? " (of " + D.total + " samples)" : "");
+    $("rv-pos").textContent = (pos + 1) + " of " + D.items.length;
     $("rv-id").textContent = it.id;
-    $("rv-judge").textContent = rubric + " " + (score === null ? "unscored" : score) +
+    $("rv-judge").textContent = rubric + " " +
+      (score === null ? "unscored" : String(+score.toFixed(3))) +
       (u === null ? "" : " · uncertainty " + u.toFixed(3));
-    var body = $("rv-body"); body.textContent = "";  // the sample as its details show it
-    if (det) body.appendChild(det.querySelector(".body").cloneNode(true));
-    $("rv-label").textContent = mine === undefined ? "–" : String(mine);
+    verdict.textContent = ""; body.textContent = "";
+    if (det) {  // the sample as its details show it; this rubric's verdict (and jurors) on top
+      var copy = det.querySelector(".body").cloneNode(true);
+      [].forEach.call(copy.querySelectorAll("tr[data-rubric]"), function (tr) {
+        if (tr.getAttribute("data-rubric") === rubric) verdict.appendChild(tr.cloneNode(true));
+      });
+      body.appendChild(copy);
+    }
+    verdict.parentNode.hidden = !verdict.children.length;
+    $("rv-label").textContent = mine === null ? "–" : String(mine);
     [].forEach.call(document.querySelectorAll(".rv-b"), function (b) {
       b.classList.toggle("on", Number(b.dataset.v) === mine);
     });
-    $("rv-count").textContent = labelled().length + " labelled";
+    count();
   }
   function label(v) {
-    var it = item();
-    store[it.id] = store[it.id] || {}; store[it.id][rubric] = v; save(); show();
+    var id = D.items[D.queues[rubric][pos]].id;
+    labels[id] = labels[id] || map(); labels[id][rubric] = v; save(); show();
   }
   function move(d) { pos = Math.max(0, Math.min(D.items.length - 1, pos + d)); show(); }
-  function start() { open = true; show(); }
+  function start() { open = true; show(); $("rv-card").scrollIntoView(); }
   function exportLabels() {
-    var order = {};
-    D.items.forEach(function (it, i) { order[it.id] = i; });
-    var ids = labelled().sort(function (a, b) {
+    var order = map();
+    D.items.forEach(function (it, i) { if (!(it.id in order)) order[it.id] = i; });
+    var ids = labelled().sort(function (a, b) {  // the page's order, then the others by id
       var x = a in order ? order[a] : 1e9, y = b in order ? order[b] : 1e9;
       return x - y || (a < b ? -1 : a > b ? 1 : 0);
     });
     var text = ids.map(function (id) {
       var row = {id: id};
-      Object.keys(store[id]).sort().forEach(function (m) { row[m] = store[id][m]; });
+      D.rubrics.forEach(function (m) { if (get(id, m)) row[m] = get(id, m); });
       return JSON.stringify(row);
     }).join("\\n") + (ids.length ? "\\n" : "");
-    var out = $("rv-out"); out.value = text; out.hidden = false;
+    var out = $("rv-out"), a = $("rv-download");
+    out.value = text; out.hidden = false;
     try {
-      var a = $("rv-download");
+      if (a.href) URL.revokeObjectURL(a.href);
       a.href = URL.createObjectURL(new Blob([text], {type: "application/x-ndjson"}));
       a.hidden = false; a.click();
     } catch (e) {}
@@ -90,18 +125,24 @@ REVIEW_JS = """(function () {
   $("rv-next").addEventListener("click", function () { move(1); });
   $("rv-back").addEventListener("click", function () { move(-1); });
   [].forEach.call(document.querySelectorAll(".rv-b"), function (b) {
-    b.addEventListener("click", function () { if (open) label(Number(b.dataset.v)); });
+    b.addEventListener("click", function () {
+      if (open) label(Number(b.dataset.v) || null);
+    });
   });
-  sel.addEventListener("change", function () { rubric = sel.value; pos = 0; if (open) show(); });
+  sel.addEventListener("change", function () {
+    rubric = sel.value; pos = 0; sel.blur(); count(); if (open) show();
+  });
   document.addEventListener("keydown", function (ev) {
-    var tag = ev.target && ev.target.tagName;
-    if (!open || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-    if (ev.key >= "1" && ev.key <= "5" && ev.key.length === 1) label(Number(ev.key));
-    else if (ev.key === "n" || ev.key === "ArrowRight") move(1);
-    else if (ev.key === "b" || ev.key === "ArrowLeft") move(-1);
+    var tag = ev.target && ev.target.tagName, k = ev.key;
+    if (!open || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    if (k.length === 1 && k >= "1" && k <= "5") label(Number(k));
+    else if (k === "0" || k === "Backspace" || k === "Delete") label(null);
+    else if (k === "n" || k === "ArrowRight") move(1);
+    else if (k === "b" || k === "ArrowLeft") move(-1);
     else return;
     ev.preventDefault();
   });
-  $("rv-count").textContent = labelled().length + " labelled";
+  where(); count();
   document.body.setAttribute("data-review", "1");
 })();"""

@@ -50,7 +50,8 @@ SAMPLES = """\
 {%- endif %}
 {% endmacro %}
 {% macro judgment(label, j, sub=false) %}
-<tr><td>{% if sub and j.judge %}<span class=sub>↳ judge {{ j.judge }}</span>{% elif sub %}\
+<tr data-rubric="{{ label }}"><td>{% if sub and j.judge %}<span class=sub>↳ judge \
+{{ j.judge }}</span>{% elif sub %}\
 <span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · {{ j.id or missing }}\
 </span>{% else %}{{ label }}{% endif %}</td><td class=num>
 {%- if j.score is none %}<span class=bad>unscored</span>{% else %}{{ j.score|short }}{% endif %}\
@@ -194,27 +195,33 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 </section>
 {% for t in judge_tables %}
 <section id={{ t.anchor }}><h2>{{ t.title }}</h2><p class=note>{{ t.note }}</p>\
-<table class=summary><thead><tr>{% for h in t.head %}<th{{ " class=num"|safe if not loop.first \
-}}>{{ h }}</th>{% endfor %}</tr></thead><tbody>
+{% set cols = t.aligned() %}<table class=summary><thead><tr>{% for h, n in cols %}\
+<th{{ " class=num"|safe if n }}>{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in t.rows %}<tr>{% for c in row %}{% if loop.first %}<th scope=row>{{ c }}</th>\
-{% else %}<td class=num>{{ c }}</td>{% endif %}{% endfor %}</tr>
+{% else %}<td{{ " class=num"|safe if cols[loop.index0][1] }}>{{ c }}</td>{% endif %}\
+{% endfor %}</tr>
 {% endfor %}</tbody></table></section>
 {% endfor %}
 {% if review %}<section id=review><h2>Review</h2><p class=note>Label the judge's verdicts \
-yourself, one sample at a time: keys 1–5 label, n or → next, b or ← back. The queue puts the \
-most uncertain verdicts first (a jury's or sampled verdicts' spread, the entropy of the judge's \
-score distribution), then the rest in report order. Labels stay in this browser until you \
-export them as JSON Lines for <code>rag-judge calibrate</code> or a config's \
-<code>labels:</code>; for the bias-corrected estimates, label a random slice.</p>\
+yourself, one sample at a time: keys 1–5 label, 0 clears, n or → next, b or ← back. The queue \
+puts the most uncertain verdicts first (a jury's or sampled verdicts' spread, the entropy of \
+the judge's score distribution), then the rest in report order. Export the labels as JSON \
+Lines for <code>rag-judge calibrate</code> or a config's <code>labels:</code>; for the \
+bias-corrected estimates, label a random slice, not the queue's head.</p>
+{% if review_note %}<p class=banner>{{ review_note }}</p>
+{% endif %}
 <div class=tools><button id=rv-start type=button>Start review</button><label>rubric \
 <select id=rv-rubric></select></label><span id=rv-count>0 labelled</span><button id=rv-export \
 type=button>Export labels</button><a id=rv-download download=labels.jsonl hidden>labels.jsonl\
-</a></div><div id=rv-card hidden><p class=meta><span id=rv-pos></span> · sample \
-<b id=rv-id></b> · judge: <span id=rv-judge></span></p><p>Your label: \
-<span id=rv-label>–</span> {% for v in range(1, 6) %}<button class=rv-b data-v={{ v }} \
-type=button>{{ v }}</button> {% endfor %}<button id=rv-back type=button>← back</button> \
-<button id=rv-next type=button>next →</button></p><div id=rv-body></div></div><textarea \
-id=rv-out readonly hidden rows=6></textarea>
+</a></div><p class=note id=rv-store></p><div id=rv-card hidden><p class=meta><span \
+id=rv-pos></span> · sample <b id=rv-id></b> · judge: <span id=rv-judge></span></p>\
+<table class=judg hidden><thead><tr><th>rubric</th><th>score</th><th>reason</th>\
+<th>attempts</th><th>cached</th></tr></thead><tbody id=rv-verdict></tbody></table><p>Your \
+label: <span id=rv-label>–</span> {% for v in range(1, 6) %}<button class=rv-b data-v={{ v }} \
+type=button>{{ v }}</button> {% endfor %}<button class=rv-b data-v=0 type=button>clear</button> \
+<button id=rv-back type=button>← back</button> <button id=rv-next type=button>next →</button>\
+</p><div id=rv-body></div></div><textarea id=rv-out readonly hidden rows=6 \
+aria-label="exported labels"></textarea>
 <script type=application/json id=rv-data>{{ review }}</script></section>
 {% endif %}
 <section id=samples><h2>Samples</h2><div class=tools><input id=filter type=search \

@@ -20,6 +20,12 @@ The page stays small whatever the number of samples: ``_inline.py`` picks the sa
 (every one while they fit in :data:`SAMPLE_BUDGET` bytes, else at most :data:`INLINE_ROWS`, the
 most telling first, texts cut) and says which; summary, histograms and charts are computed over
 every sample either way. ``_jinja.py`` holds the template's environment and filters.
+
+What the run concluded about its judges (bias-corrected estimates, jury agreement, the audit)
+are tables of ``_judge_tables.py``, shared with report.md. The review mode (``_review.py``, its
+script ``_review_js.py``) lets a person label the samples the page holds, the most uncertain
+verdicts first, and export the labels for ``calibrate``; its data is a JSON block the browser
+never runs, so the CSP still allows one script only.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from rag_judge.report._format import ci_label
 from rag_judge.report._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
 from rag_judge.report._jinja import env, svg_macros
 from rag_judge.report._judge_tables import judge_tables
-from rag_judge.report._review import review_json, review_rubrics
+from rag_judge.report._review import review_json, review_note, review_rubrics
 from rag_judge.report._review_js import REVIEW_CSS, REVIEW_JS
 from rag_judge.report._sample_view import column_groups, context_grades, is_twin, not_retrieved
 from rag_judge.report.charts import (
@@ -143,6 +149,7 @@ def render_html(report: Report) -> str:
     metrics = [m for _, ms in groups for m in ms]
     columns = Columns(report)
     inline = inline_samples(report, metrics, scales, columns)
+    reviewable = bool(inline.indices and review_rubrics(report))  # a 1-5 rubric, a sample shown
     page = env().get_template("page")
     return page.render(
         report=report,
@@ -172,7 +179,8 @@ def render_html(report: Report) -> str:
         config=json.dumps(report.config, indent=2, ensure_ascii=False, default=str),
         judge_tables=judge_tables(report),
         # JSON with "<" escaped, in a block the browser does not run: safe to insert as is
-        review=Markup(review_json(report, inline.indices)) if review_rubrics(report) else None,
+        review=Markup(review_json(report, inline.indices)) if reviewable else None,
+        review_note=review_note(report, len(inline.indices)),
     )
 
 

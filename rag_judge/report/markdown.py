@@ -32,7 +32,7 @@ def render_markdown(report: Report) -> str:
     for table in judge_tables(report):
         lines += [f"## {table.title}", "", table.note, ""]
         lines.append("| " + " | ".join(table.head) + " |")
-        lines.append("|---|" + "---:|" * (len(table.head) - 1))
+        lines.append("|" + "".join("---:|" if n else "---|" for _, n in table.aligned()))
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
         lines.append("")
     lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
@@ -53,5 +53,5 @@ def summary_table(report: Report) -> str:
 
 
 def _cell(text: str) -> str:
-    """Escape a pipe so a signature stays inside its Markdown table cell."""
-    return text.replace("|", "\\|")
+    """Escape a pipe, and flatten a line break, so the text stays inside its table cell."""
+    return " ".join(text.replace("|", "\\|").splitlines())
