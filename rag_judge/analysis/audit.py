@@ -178,15 +178,8 @@ def modal_score(scores: NDArray[np.float64]) -> tuple[float, float] | tuple[None
 
 def audited_rubrics(report: Report) -> list[str]:
     """The judge rubrics on a 1-5 scale, less a rubric restated over a subset of the samples
-    (a signature with a ``given`` option, e.g. ``faithfulness_answered``)."""
-    out = []
-    for metric in report.judge_rubrics():
-        sig = report.signatures.get(metric)
-        if tuple(report.summary[metric].scale) == (1.0, 5.0) and not (
-            sig and "given" in sig.options
-        ):
-            out.append(metric)
-    return out
+    (:meth:`Report.graded_rubrics`)."""
+    return report.graded_rubrics()
 
 
 def audit_report(

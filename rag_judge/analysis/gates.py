@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_scores
-from rag_judge.analysis.ppi import ppi_estimate
+from rag_judge.analysis.ppi import has_labels, ppi_estimate
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import MetricSummary, Report
 
@@ -224,7 +224,7 @@ def _ppi(report: Report, metric: str, part: str) -> tuple[float | None, str | No
         )
     estimate = report.estimates.get(metric)
     if estimate is None:
-        if not any(metric in row for row in report.labels.values()):
+        if not has_labels(report.labels, metric):
             return None, (
                 f"the report has no human labels of {metric}, so no PPI estimate (give the "
                 "run labels: in its config)"

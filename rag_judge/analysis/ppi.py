@@ -21,7 +21,14 @@ from rag_judge.errors import ConfigError, DataError
 from rag_judge.report.model import PPIEstimate, Report, RoganGladen
 from rag_judge.stats.ppi import PPIMean, normal_mean_ci, ppi_mean, rogan_gladen
 
-__all__ = ["LabelRows", "metric_kind", "ppi_difference", "ppi_estimate", "ppi_estimates"]
+__all__ = [
+    "LabelRows",
+    "has_labels",
+    "metric_kind",
+    "ppi_difference",
+    "ppi_estimate",
+    "ppi_estimates",
+]
 
 LabelRows = Mapping[str, Mapping[str, float]]  # sample id -> metric -> human label
 Kind = Literal["rubric", "binary", "other"]
@@ -111,7 +118,7 @@ def ppi_difference(
     (each report's label of its own answer); the two are paired by id as in ``compare``."""
     if metric not in base.judge_rubrics() or metric not in new.judge_rubrics():
         return None
-    if not _names(base.labels, metric) or not _names(new.labels, metric):
+    if not has_labels(base.labels, metric) or not has_labels(new.labels, metric):
         return None
     before, human_before, _ = _paired(base, metric, base.labels)
     after, human_after, _ = _paired(new, metric, new.labels)
@@ -176,7 +183,8 @@ def _check_label(report: Report, metric: str, kind: Kind, sid: str, value: float
     return value
 
 
-def _names(labels: LabelRows, metric: str) -> bool:
+def has_labels(labels: LabelRows, metric: str) -> bool:
+    """Whether any row of ``labels`` labels ``metric``."""
     return any(metric in row for row in labels.values())
 
 

@@ -15,9 +15,9 @@ from rag_judge.judge.asking import Outcome
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.judge.verdicts import Reading, Scoring, Unscored, schema_valid
 from rag_judge.llm.base import CompletionRequest
-from rag_judge.report.model import Failure, FailureKind, Judgment
+from rag_judge.report.model import Failure, FailureKind, Judgment, Signature
 
-__all__ = ["Job", "fail", "fill"]
+__all__ = ["Job", "empty_result", "fail", "fill", "record", "skipped_inputs"]
 
 
 @dataclass
@@ -31,6 +31,32 @@ class Job:
 
 def fail(result: EvaluatorResult, index: int, rubric: Rubric, failure: Failure) -> None:
     result.fail(index, failure, metrics=[rubric.name, rubric.name + NORM])
+
+
+def empty_result(n: int, signatures: dict[str, Signature]) -> EvaluatorResult:
+    """A result for ``n`` samples with room for their judgments."""
+    result = EvaluatorResult.empty(n, signatures)
+    result.judgments = [{} for _ in range(n)]
+    return result
+
+
+def record(
+    result: EvaluatorResult, index: int, rubric: Rubric, entry: Judgment, failure: Failure | None
+) -> None:
+    """A sample's judgment on ``rubric``: its 1-5 score and ``(s-1)/4`` twin, or, when it
+    failed or has no score, ``failure`` (else "no score") on both."""
+    result.judgments[index][rubric.name] = entry
+    if failure is None and entry.score is not None:
+        result.scores[rubric.name][index] = entry.score
+        result.scores[rubric.name + NORM][index] = (entry.score - 1.0) / 4.0
+    else:
+        fail(result, index, rubric, failure or Failure(message="no score"))
+
+
+def skipped_inputs(result: EvaluatorResult) -> int:
+    """(sample, rubric) pairs left out for a missing input or a template that cannot render
+    the sample (the failures recorded before any call; each rubric once, not its twin)."""
+    return sum(1 for errs in result.errors for m in errs if not m.endswith(NORM))
 
 
 def _judgment(outcome: Outcome[Reading], scoring: Scoring) -> Judgment:
@@ -86,7 +112,7 @@ def fill(
     groups: dict[tuple[int, str], list[tuple[Job, Outcome[Reading]]]] = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
         groups.setdefault((job.index, job.rubric.name), []).append((job, outcome))
-    for (i, name), group in groups.items():
+    for (i, _), group in groups.items():
         rubric = group[0][0].rubric
         failures = []
         judged = []
@@ -98,13 +124,7 @@ def fill(
             judged.append(entry)
             failures.append(_failure(outcome, f"context {entry.rank}: " if entry.rank else ""))
         entry = _per_context(judged) if rubric.per_context else judged[0]
-        result.judgments[i][name] = entry
-        failure = next((f for f in failures if f is not None), None)
-        if failure is not None or entry.score is None:
-            fail(result, i, rubric, failure or Failure(message="no score"))
-        else:
-            result.scores[name][i] = entry.score
-            result.scores[name + NORM][i] = (entry.score - 1.0) / 4.0
+        record(result, i, rubric, entry, next((f for f in failures if f is not None), None))
 
 
 def _per_context(judged: list[Judgment]) -> Judgment:

@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Protocol
 
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators._judge_results import Job, fail, fill
-from rag_judge.evaluators._judge_used import NORM, Used
+from rag_judge.evaluators._judge_results import (
+    Job,
+    empty_result,
+    fill,
+    record,
+    skipped_inputs,
+)
+from rag_judge.evaluators._judge_used import Used
 from rag_judge.evaluators._jury import (
     Aggregation,
     FailurePolicy,
@@ -31,7 +37,7 @@ from rag_judge.judge.verdicts import VERDICT_SHAPE, Reading, Scoring, Unscored, 
 from rag_judge.llm import ClientConfig, LLMClient, SqliteCache, make_client, make_engine
 from rag_judge.llm.base import Completion, CompletionRequest
 from rag_judge.llm.providers import check_capabilities
-from rag_judge.report.model import Failure, FailureKind, Signature
+from rag_judge.report.model import Signature
 
 __all__ = ["Jurors", "Panel", "jury_dry_run", "run_jury"]
 
@@ -120,18 +126,12 @@ def _plan(
     return jobs
 
 
-def _empty(n: int, signatures: dict[str, Signature]) -> EvaluatorResult:
-    result = EvaluatorResult.empty(n, signatures)
-    result.judgments = [{} for _ in range(n)]
-    return result
-
-
 def _combine(
     panel: Panel, base: EvaluatorResult, parts: Sequence[EvaluatorResult], names: Sequence[str]
 ) -> None:
     """Each sample's jury judgment and score into ``base``, from the jurors' ``parts``."""
     rubrics = panel.resolved_rubrics()
-    for i, judged in enumerate(base.judgments):
+    for i in range(len(base.judgments)):
         for rubric in rubrics:
             name = rubric.name
             if name in base.errors[i] or name not in parts[0].judgments[i]:
@@ -148,13 +148,7 @@ def _combine(
                 panel.jury_quorum,
                 panel.on_judge_failure,
             )
-            judged[name] = entry
-            if failure is not None or entry.score is None:
-                unscored = Failure(kind=FailureKind.UNSCORED, message=entry.reason)
-                fail(base, i, rubric, failure or unscored)
-            else:
-                base.scores[name][i] = entry.score
-                base.scores[name + NORM][i] = (entry.score - 1.0) / 4.0
+            record(base, i, rubric, entry, failure)  # a failure whenever it has no score
 
 
 def run_jury(
@@ -174,7 +168,7 @@ def run_jury(
 
     def requests() -> Iterator[list[list[CompletionRequest]]]:
         for samples in chunks:
-            base = _empty(len(samples), signatures)
+            base = empty_result(len(samples), signatures)
             jobs = _plan(panel, samples, jurors.scorings, base)
             current[:] = [(base, jobs)]
             yield [[j.request for j in jobs[s]] for s in jurors.scorings]
@@ -183,7 +177,7 @@ def run_jury(
         base, jobs = current[0]
         parts = []
         for k, scoring in enumerate(jurors.scorings):
-            part = _empty(len(base.errors), jurors.signatures[k])
+            part = empty_result(len(base.errors), jurors.signatures[k])
             fill(part, jobs[scoring], outcomes[k], scoring)
             used[k].add(part)
             parts.append(part)
@@ -222,10 +216,10 @@ def jury_dry_run(
     juror has prices."""
     panel.prepare()
     jurors = Jurors.of(panel, client)
-    base = _empty(len(samples), jurors.signatures[0])
+    base = empty_result(len(samples), jurors.signatures[0])
     jobs = _plan(panel, samples, jurors.scorings, base)
-    totals = {"requests": 0, "cache_hits": 0, "prompt_tokens_estimate": 0}
-    totals["completion_tokens_max"] = 0
+    keys = ("requests", "cache_hits", "prompt_tokens_estimate", "completion_tokens_max")
+    totals = dict.fromkeys(keys, 0)
     costs: list[float | None] = []
     with _shared_cache(panel.cache_path()) as cache:
         for config, c, scoring in zip(panel.judges, jurors.clients, jurors.scorings, strict=True):
@@ -234,10 +228,9 @@ def jury_dry_run(
             for key in totals:
                 totals[key] += int(estimate[key])
             costs.append(estimate["cost_estimate"])
-    skipped = sum(1 for errs in base.errors for m in errs if not m.endswith(NORM))
     return DryRun(
         prompts=sum(len(jobs[s]) for s in jurors.scorings),
-        skipped=skipped,
+        skipped=skipped_inputs(base),
         cost_estimate=None if None in costs else sum(c for c in costs if c is not None),
         **totals,
     )

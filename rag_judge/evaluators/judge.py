@@ -31,7 +31,7 @@ from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators import _jury
-from rag_judge.evaluators._judge_results import Job, fail, fill
+from rag_judge.evaluators._judge_results import Job, empty_result, fail, fill, skipped_inputs
 from rag_judge.evaluators._judge_used import NORM, Used
 from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
 from rag_judge.evaluators._jury_run import Jurors, jury_dry_run, run_jury
@@ -356,8 +356,7 @@ class JudgeEvaluator(Evaluator):
 
         def requests() -> Iterator[list[CompletionRequest]]:
             for samples in chunks:
-                result = EvaluatorResult.empty(len(samples), signatures)
-                result.judgments = [{} for _ in samples]
+                result = empty_result(len(samples), signatures)
                 current[:] = [(result, self.jobs(samples, scoring, result))]
                 yield [j.request for j in current[0][1]]
 
@@ -388,10 +387,8 @@ class JudgeEvaluator(Evaluator):
         if self.judges:
             return jury_dry_run(self, samples, client)
         client, scoring = self._plan(client)
-        result = EvaluatorResult.empty(len(samples), self.signatures(client))
-        result.judgments = [{} for _ in samples]
+        result = empty_result(len(samples), self.signatures(client))
         jobs = self.jobs(samples, scoring, result)
         with self._engine(client) as engine:
             estimate = engine.dry_run([j.request for j in jobs])
-        skipped = sum(1 for errs in result.errors for m in errs if not m.endswith(NORM))
-        return DryRun(prompts=len(jobs), skipped=skipped, **estimate)
+        return DryRun(prompts=len(jobs), skipped=skipped_inputs(result), **estimate)

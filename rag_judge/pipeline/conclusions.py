@@ -54,6 +54,7 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
         report.estimates = ppi_estimates(
             report, confidence=report.confidence, pass_score=cfg.labels.pass_score, seed=cfg.seed
         )
-    report.jury = jury_agreement(report)
+    if any(getattr(e, "judges", ()) for e in cfg.evaluators):  # else no jury to read: no pass
+        report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
     return report

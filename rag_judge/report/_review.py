@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
-from rag_judge.report.model import Judgment, MetricKind, Report
+from rag_judge.report.model import Judgment, Report
 
 __all__ = ["review_data", "review_json", "review_note", "review_rubrics", "uncertainty"]
 
@@ -25,15 +25,8 @@ _LABELS = range(1, 6)  # what a person can give a 1-5 rubric
 
 
 def review_rubrics(report: Report) -> list[str]:
-    """The judge rubrics a person can label 1-5: judge metrics on the (1, 5) scale."""
-    out = []
-    for m, s in report.summary.items():
-        sig = report.signatures.get(m)
-        restated = sig is not None and "given" in sig.options  # <rubric>_answered: a subset
-        rubric = s.kind is MetricKind.JUDGE and s.normalises is None and not restated
-        if rubric and tuple(s.scale) == (1.0, 5.0):
-            out.append(m)
-    return out
+    """The judge rubrics a person can label 1-5 (:meth:`Report.graded_rubrics`)."""
+    return report.graded_rubrics()
 
 
 def uncertainty(judgment: Judgment | None) -> float | None:

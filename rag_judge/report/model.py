@@ -163,6 +163,19 @@ class Report(BaseModel):
             if s.kind is MetricKind.JUDGE and s.normalises is None
         ]
 
+    def graded_rubrics(self) -> list[str]:
+        """The judge rubrics graded 1-5 on every sample they judged (what a person can label
+        and the audit reads): not the 0/1 rates and claim counts of ``judge_rubrics``, nor a
+        rubric restated over a subset of the samples (a signature with a ``given`` option,
+        such as ``faithfulness_answered``)."""
+        out = []
+        for metric in self.judge_rubrics():
+            sig = self.signatures.get(metric)
+            restated = sig is not None and "given" in sig.options
+            if tuple(self.summary[metric].scale) == (1.0, 5.0) and not restated:
+                out.append(metric)
+        return out
+
     def stub_judged(self) -> dict[str, list[str]]:
         """The judge rubrics scored by the stub provider, by how it scored them (see
         ``stub_method``); empty when a model judged every rubric."""
