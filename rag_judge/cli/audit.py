@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_judge.analysis.audit import audit_pairwise, audit_report, load_pairwise
-from rag_judge.report._format import ci_label, interval, num, short
+from rag_judge.report._format import ci_label, interval, markdown_table, num, short, text_table
 from rag_judge.report.model import Report, RubricAudit
 
 __all__ = ["Settings", "add_parser", "render_json", "render_markdown", "render_table", "run_audit"]
@@ -138,15 +138,8 @@ def render_table(
 ) -> str:
     if not audits:
         return "\n".join([_NONE, *([_pairwise_line(pairwise)] if pairwise else [])])
-    rows = [_header(settings), *(_cells(a) for a in audits.values())]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = [
-        "  ".join(
-            c.ljust(w) if i in _TEXT else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ).rstrip()
-        for row in rows
-    ]
-    return "\n".join([*table, "", *_notes(audits, pairwise, settings)])
+    table = text_table([_header(settings), *(_cells(a) for a in audits.values())], _TEXT)
+    return "\n".join([table, "", *_notes(audits, pairwise, settings)])
 
 
 def render_markdown(
@@ -154,11 +147,8 @@ def render_markdown(
 ) -> str:
     if not audits:
         return "\n".join([_NONE, *([f"\n- {_pairwise_line(pairwise)}"] if pairwise else [])])
-    header = _header(settings)
-    align = "|" + "".join("---|" if i in _TEXT else "---:|" for i in range(len(header)))
-    lines = ["| " + " | ".join(header) + " |", align]
-    lines += ["| " + " | ".join(_cells(a)) + " |" for a in audits.values()]
-    return "\n".join([*lines, "", *(f"- {n}" for n in _notes(audits, pairwise, settings))])
+    table = markdown_table(_header(settings), [_cells(a) for a in audits.values()], _TEXT)
+    return "\n".join([table, "", *(f"- {n}" for n in _notes(audits, pairwise, settings))])
 
 
 def render_json(

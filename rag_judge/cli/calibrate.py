@@ -19,7 +19,14 @@ from rag_judge.analysis.calibration import (
     load_labels,
 )
 from rag_judge.analysis.ppi import ppi_estimates
-from rag_judge.report._format import MISSING, ci_label, interval, num
+from rag_judge.report._format import (
+    MISSING,
+    ci_label,
+    interval,
+    markdown_table,
+    num,
+    text_table,
+)
 from rag_judge.report.model import PPIEstimate, Report
 
 __all__ = [
@@ -123,11 +130,11 @@ def _cells(r: CalibrationResult) -> list[str]:
 
 
 def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
-    return _markdown(_HEADER, [_cells(r) for r in results.values()])
+    return markdown_table(_HEADER, [_cells(r) for r in results.values()])
 
 
 def render_table(results: Mapping[str, CalibrationResult]) -> str:
-    return _table(_HEADER, [_cells(r) for r in results.values()])
+    return text_table([_HEADER, *(_cells(r) for r in results.values())])
 
 
 def _ppi_header(estimates: Mapping[str, PPIEstimate]) -> list[str]:
@@ -173,24 +180,9 @@ def _ppi_note(estimates: Mapping[str, PPIEstimate]) -> str:
 
 def render_ppi_markdown(estimates: Mapping[str, PPIEstimate]) -> str:
     rows = [_ppi_cells(e) for e in estimates.values()]
-    return _markdown(_ppi_header(estimates), rows) + f"\n\n{_ppi_note(estimates)}"
+    return markdown_table(_ppi_header(estimates), rows) + f"\n\n{_ppi_note(estimates)}"
 
 
 def render_ppi_table(estimates: Mapping[str, PPIEstimate]) -> str:
     rows = [_ppi_cells(e) for e in estimates.values()]
-    return _table(_ppi_header(estimates), rows) + f"\n{_ppi_note(estimates)}"
-
-
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
-    return "\n".join(lines)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    every = [header, *rows]
-    widths = [max(len(row[i]) for row in every) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-        for row in every
-    )
+    return text_table([_ppi_header(estimates), *rows]) + f"\n{_ppi_note(estimates)}"

@@ -4,8 +4,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Sequence
 
-__all__ = ["MISSING", "amount", "ci_label", "interval", "num", "short"]
+__all__ = [
+    "MISSING",
+    "amount",
+    "ci_label",
+    "interval",
+    "markdown_table",
+    "num",
+    "short",
+    "text_table",
+]
 
 MISSING = "–"  # the one glyph for "no value" (an en dash)
 
@@ -45,3 +55,25 @@ def amount(value: float | None) -> str:
 def ci_label(confidence: float) -> str:
     """The column heading of an interval at ``confidence``: ``95% CI``."""
     return f"{confidence:.0%} CI"
+
+
+def text_table(rows: Sequence[Sequence[str]], left: Container[int] = (0,)) -> str:
+    """``rows`` (the heading first) as columns two spaces apart, for a terminal: the columns in
+    ``left`` aligned left (words), the others right (numbers); no trailing spaces."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    )
+
+
+def markdown_table(
+    head: Sequence[str], rows: Sequence[Sequence[str]], left: Container[int] = (0,)
+) -> str:
+    """A Markdown table: the columns in ``left`` aligned left, the others right. The cells are
+    written as given (a caller escapes what needs it)."""
+    align = "|" + "".join("---|" if i in left else "---:|" for i in range(len(head)))
+    lines = ["| " + " | ".join(head) + " |", align]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_judge.report._format import ci_label, interval, num
+from rag_judge.report._format import ci_label, interval, markdown_table, num
 from rag_judge.report._judge_tables import judge_tables
 from rag_judge.report.model import Report
 
@@ -31,10 +31,8 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     for table in judge_tables(report):
         lines += [f"## {table.title}", "", table.note, ""]
-        lines.append("| " + " | ".join(table.head) + " |")
-        lines.append("|" + "".join("---:|" if n else "---|" for _, n in table.aligned()))
-        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
-        lines.append("")
+        cells = [[_cell(c) for c in row] for row in table.rows]
+        lines += [markdown_table(table.head, cells, {0, *table.text}), ""]
     lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
     lines += [f"| {m} | `{_cell(s.render())}` |" for m, s in report.signatures.items()]
     return "\n".join(lines) + "\n"
