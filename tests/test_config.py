@@ -46,7 +46,7 @@ def test_matrix_expands_every_combination(tmp_path: Path) -> None:
         "judge=fixed,cut=k3", "judge=fixed,cut=k5",
     ]  # fmt: skip
     fixed_k5 = experiments[3][1]
-    assert fixed_k5.evaluators[0].metric_names() == ["ndcg@5", "map"]
+    assert fixed_k5.evaluators[0].metric_names() == ["ndcg@5", "map", "judged@5"]
     assert fixed_k5.evaluators[1].client.stub == "fixed"  # type: ignore[attr-defined]
     assert folder_name("judge=fixed,cut=k5") == "judge-fixed_cut-k5"
 
@@ -188,7 +188,8 @@ def test_an_evaluator_option_typo_suggests_that_evaluators_option(tmp_path: Path
     msg = unknown_key_error(tmp_path, "evaluators:\n  - type: retrieval\n    metrcs: [map]\n")
     assert msg.endswith(
         "k.yaml:4: evaluators[0].metrcs: unknown key 'metrcs' (did you mean 'metrics'?); "
-        "legal keys: type, metrics, relevance_threshold"
+        "legal keys: type, metrics, relevance_threshold, level, overlap, max_docs, judged, "
+        "min_judged, relevance_from, prefix"
     )
     # the judge's own options, not the retrieval evaluator's
     msg = unknown_key_error(tmp_path, "evaluators:\n  - type: judge\n    logprob: true\n")

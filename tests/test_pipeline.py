@@ -107,8 +107,8 @@ SAMPLES = [
 def test_pipeline_records_per_sample_errors_and_exact_means() -> None:
     report = Pipeline([RetrievalEvaluator(metrics=["mrr", "recall@1"])]).run(SAMPLES).report
     by_id = {s.id: s for s in report.samples}
-    assert by_id["a"].scores == {"mrr": 0.5, "recall@1": 0.0}
-    assert by_id["b"].scores == {"mrr": 1.0, "recall@1": 0.5}
+    assert by_id["a"].scores == {"mrr": 0.5, "recall@1": 0.0, "judged@1": 0.0}
+    assert by_id["b"].scores == {"mrr": 1.0, "recall@1": 0.5, "judged@1": 1.0}
     assert by_id["c"].scores["mrr"] is None
     assert "no relevance judgments" in by_id["c"].errors["mrr"].message
     assert "field 'contexts[0]'" in by_id["d"].errors["mrr"].message
@@ -191,13 +191,13 @@ def test_run_result_counts_failed_values_per_step(tmp_path: Path) -> None:
     result = Pipeline(config).run(samples)
     assert result.steps == {
         "target": ["latency_s"],
-        "evaluators[0] (retrieval)": ["mrr", "map"],
+        "evaluators[0] (retrieval)": ["mrr", "map", "judged@10"],
         "evaluators[1] (judge)": ["faithfulness", "faithfulness_norm"],
     }
     # a: the target failed, so a has no answer and no contexts (an empty ranking scores 0,
     # faithfulness lacks its inputs); c has no relevance judgments
     assert result.failure_counts() == {
         "target": (1, 3),
-        "evaluators[0] (retrieval)": (2, 6),
+        "evaluators[0] (retrieval)": (3, 9),
         "evaluators[1] (judge)": (1, 3),
     }

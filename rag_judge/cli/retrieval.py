@@ -6,12 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
 from rag_judge.data.ranking import rankings_for
 from rag_judge.data.trec import read_qrels, read_run
 from rag_judge.errors import RagJudgeError
-from rag_judge.metrics.retrieval import compute, parse_metric
+from rag_judge.metrics.retrieval import aggregate, compute, parse_metric
 
 __all__ = ["add_parser", "run_retrieval"]
 
@@ -26,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="append",
         required=True,
         dest="metrics",
-        help="metric name, repeatable: ndcg@10, map, mrr, precision@5, ...",
+        help="metric name, repeatable: ndcg@10, map, mrr, precision@5, bpref, iprec@0.1, ...",
     )
     ret.add_argument("--per-query", action="store_true", help="also print per-query values")
     ret.add_argument("--format", choices=["table", "json"], default="table")
@@ -42,6 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="count qrels queries missing from the run as zeros (trec_eval -c)",
     )
+    ret.add_argument(
+        "-M",
+        "--max-docs",
+        type=int,
+        default=None,
+        help="evaluate only the top N documents of each ranking (trec_eval -M)",
+    )
     ret.set_defaults(handler=run_retrieval)
 
 
@@ -51,8 +56,8 @@ def run_retrieval(args: argparse.Namespace) -> int:
     qids, rankings = rankings_for(qrels, run, zero_missing=args.zero_missing)
     if not qids:
         raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
-    values = compute(rankings, specs, args.threshold)
-    means = {name: float(np.mean(v)) for name, v in values.items()}
+    values = compute(rankings, specs, args.threshold, max_docs=args.max_docs)
+    means = {spec.name: aggregate(spec, values[spec.name]) for spec in specs}
     if args.format == "json":
         out: dict[str, object] = {"metrics": means}
         if args.per_query:

@@ -39,6 +39,8 @@ class Rankings:
 
     ranked: Array
     judged: Array
+    # known[q, i]: the document at rank i + 1 carries a judgment (any grade); None: all do.
+    known: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         if self.ranked.ndim != 2 or self.judged.ndim != 2:
@@ -47,13 +49,27 @@ class Rankings:
             raise ValueError(
                 f"ranked has {self.ranked.shape[0]} queries but judged has {self.judged.shape[0]}"
             )
+        if self.known is not None and self.known.shape != self.ranked.shape:
+            raise ValueError(f"known has shape {self.known.shape}, ranked {self.ranked.shape}")
 
     @classmethod
     def from_lists(
-        cls, ranked: Sequence[Sequence[float]], judged: Sequence[Sequence[float]]
+        cls,
+        ranked: Sequence[Sequence[float]],
+        judged: Sequence[Sequence[float]],
+        known: Sequence[Sequence[bool]] | None = None,
     ) -> Rankings:
-        """Build a batch from ragged per-query lists of grades."""
-        return cls(_padded(ranked), _padded(judged))
+        """Build a batch from ragged per-query lists of grades (and of whether each ranked
+        document carries a judgment)."""
+        mask = None
+        if known is not None:
+            mask = np.nan_to_num(_padded(known), nan=0.0).astype(bool)
+        return cls(_padded(ranked), _padded(judged), mask)
+
+    def top(self, depth: int) -> Rankings:
+        """Only the top ``depth`` of each ranking (trec_eval's ``-M``)."""
+        known = None if self.known is None else self.known[:, :depth]
+        return Rankings(self.ranked[:, :depth], self.judged, known)
 
     def __len__(self) -> int:
         return int(self.ranked.shape[0])
@@ -204,15 +220,18 @@ def rankings_for(
     keep = rows >= 0
     rows, d = rows[keep], d[keep]
     width = len(run.doc_ids) + 1  # doc code -1 (judged, never retrieved) cannot collide
-    grades = _lookup(j_rows * width + j_docs, j_grades, rows * width + d, len(names) * width)
+    grades, found = _lookup(j_rows * width + j_docs, j_grades, rows * width + d, len(names) * width)
 
     counts = np.bincount(rows, minlength=len(names))
     starts = np.zeros(len(names), dtype=np.int64)
     first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
     starts[rows[first]] = first
     ranked = np.full((len(names), int(counts.max(initial=0))), np.nan)
-    ranked[rows, np.arange(len(rows)) - starts[rows]] = grades
-    return names, Rankings(ranked, judged_m)
+    known = np.zeros(ranked.shape, dtype=bool)
+    at = (rows, np.arange(len(rows)) - starts[rows])
+    ranked[at] = grades
+    known[at] = found
+    return names, Rankings(ranked, judged_m, known)
 
 
 def _positions(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -226,20 +245,24 @@ _DENSE_LIMIT = 1 << 26  # key-space size up to which a byte-per-key table (64 Mi
 
 def _lookup(
     keys: NDArray[np.int64], values: NDArray[np.float64], want: NDArray[np.int64], space: int
-) -> NDArray[np.float64]:
-    """values[keys == w] for each w in ``want``, 0 where absent (unjudged); keys < ``space``.
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """values[keys == w] for each w in ``want``, 0 where absent (unjudged), and whether it was
+    present; keys < ``space``.
 
     Small integer grades in a small key space go through a dense int8 table (one memory access
     per lookup); anything else through a binary search of the sorted keys.
     """
     if not len(keys):
-        return np.zeros(len(want))
+        return np.zeros(len(want)), np.zeros(len(want), dtype=bool)
     fits = np.all((values >= -128) & (values <= 127) & (values == np.round(values)))
     if space <= _DENSE_LIMIT and fits:
         table = np.zeros(space + 1, dtype=np.int8)  # key -1 (never retrieved) lands at the end
         table[keys] = values
-        return table[want].astype(np.float64)
+        seen = np.zeros(space + 1, dtype=bool)
+        seen[keys[keys >= 0]] = True
+        return table[want].astype(np.float64), seen[want]
     sort = np.argsort(keys)
     keys, values = keys[sort], values[sort]
     at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    return np.where(keys[at] == want, values[at], 0.0)
+    hit = keys[at] == want
+    return np.where(hit, values[at], 0.0), hit

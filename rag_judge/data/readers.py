@@ -37,7 +37,8 @@ LAYOUTS: tuple[Layout, ...] = ("rag-judge", "ragas")
 
 # Columns of each layout. A ragas column that rag-judge has no field for is kept in metadata.
 _OWN_COLUMNS = (
-    "id", "question", "answer", "references", "contexts", "relevance", "answerable", "metadata",
+    "id", "question", "answer", "references", "contexts", "relevance", "qrels", "answerable",
+    "metadata",
 )  # fmt: skip
 _RAGAS_RENAMES = {
     "user_input": "question",
@@ -295,6 +296,7 @@ def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -
         fields["references"] = _references(get("references"), source)
         fields["contexts"] = _or(_structured(get("contexts"), "contexts", source), ())
         fields["relevance"] = _structured(get("relevance"), "relevance", source)
+        fields["qrels"] = _structured(get("qrels"), "qrels", source)
         fields["answerable"] = get("answerable")
         fields["metadata"] = _or(_structured(get("metadata"), "metadata", source), {})
     else:

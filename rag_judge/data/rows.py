@@ -42,6 +42,10 @@ class RowWriter:
     def __len__(self) -> int:
         return len(self._starts) - 1
 
+    def flush(self) -> None:
+        """Make the rows written so far readable by another handle on the file."""
+        self._fh.flush()
+
     def close(self) -> NDArray[np.int64]:
         """Close the file; the offsets of its rows (one more than the rows: the end)."""
         if not self._fh.closed:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Context", "Dataset", "Sample", "duplicate_id"]
+__all__ = ["Context", "Dataset", "Qrel", "Sample", "duplicate_id"]
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
@@ -15,20 +15,45 @@ _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=Tr
 # rag_judge.errors.input_problems, by field pattern.
 SAMPLE_EXPECTED = {
     "id": "a non-empty string",
-    "contexts": "a list of strings or of objects with keys id, text, score, relevance",
-    "contexts[]": "a string or an object with keys id, text, score, relevance",
+    "contexts": "a list of strings or of objects with keys id, text, score, relevance, "
+    "doc_id, start, end",
+    "contexts[]": "a string or an object with keys id, text, score, relevance, doc_id, start, end",
     "contexts[].id": "a doc id (a string or a number)",
+    "contexts[].doc_id": "the id of the document the chunk was cut from",
+    "contexts[].start": "a character offset into the document (an integer >= 0)",
+    "contexts[].end": "a character offset into the document, past the chunk's last character",
     "contexts[].score": "a number (the retrieval score)",
     "contexts[].relevance": "a number (the context's relevance grade)",
     "references": "a string or a list of strings",
     "relevance": 'an object of doc id to grade, for every judged doc ({"d1": 2, "d7": 0})',
     "relevance.*": "a number (the doc's relevance grade)",
+    "qrels": "a list of objects with keys doc_id, relevance and optionally start, end",
+    "qrels[]": 'an object {"doc_id": "d1", "relevance": 2} or with "start" and "end" offsets',
+    "qrels[].doc_id": "a document id (a string or a number)",
+    "qrels[].relevance": "a number (the span's or document's relevance grade)",
+    "qrels[].start": "a character offset into the document (an integer >= 0)",
+    "qrels[].end": "a character offset into the document, past the span's last character",
     "answerable": "true or false (whether the question can be answered from the material)",
 }
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+def _check_span(owner: str, doc_id: str | None, start: int | None, end: int | None) -> None:
+    if (start is None) != (end is None):
+        raise ValueError(f"{owner} needs both 'start' and 'end', or neither")
+    if start is not None and doc_id is None:
+        raise ValueError(f"{owner} with offsets needs the 'doc_id' they point into")
+    if start is not None and end is not None and not 0 <= start < end:
+        raise ValueError(f"{owner} needs 0 <= start < end, got start={start}, end={end}")
+
+
 class Context(BaseModel):
-    """One retrieved chunk. ``relevance`` is its own graded judgment, when the data carries one."""
+    """One retrieved chunk. ``relevance`` is its own graded judgment, when the data carries one;
+    ``doc_id`` and the character offsets ``[start, end)`` say where in a document it was cut
+    from, so span- and document-level labels (``Sample.qrels``) survive re-chunking."""
 
     model_config = _MODEL_CONFIG
 
@@ -36,6 +61,32 @@ class Context(BaseModel):
     text: str = ""
     score: float | None = None
     relevance: float | None = None
+    # Left out of a dump when unset, so reports of data without them stay as they were.
+    doc_id: str | None = Field(default=None, exclude_if=_unset)
+    start: int | None = Field(default=None, ge=0, exclude_if=_unset)
+    end: int | None = Field(default=None, ge=0, exclude_if=_unset)
+
+    @model_validator(mode="after")
+    def _span(self) -> Context:
+        _check_span("a context", self.doc_id, self.start, self.end)
+        return self
+
+
+class Qrel(BaseModel):
+    """A relevance label on a whole document (no offsets) or on the characters
+    ``[start, end)`` of one; mapped onto the retrieved chunks at run time."""
+
+    model_config = _MODEL_CONFIG
+
+    doc_id: str = Field(min_length=1)
+    relevance: float
+    start: int | None = Field(default=None, ge=0, exclude_if=_unset)
+    end: int | None = Field(default=None, ge=0, exclude_if=_unset)
+
+    @model_validator(mode="after")
+    def _span(self) -> Qrel:
+        _check_span("a qrel", self.doc_id, self.start, self.end)
+        return self
 
 
 class Sample(BaseModel):
@@ -43,7 +94,8 @@ class Sample(BaseModel):
 
     ``contexts`` are in rank order. ``relevance`` maps doc id -> grade for every judged document
     of the query, retrieved or not; ``None`` means the sample carries no judgments at all, while
-    ``{}`` means it was judged and nothing is relevant.
+    ``{}`` means it was judged and nothing is relevant. ``qrels`` label documents or character
+    spans of them instead (``rag_judge.data.chunks`` maps them onto the chunks).
     """
 
     model_config = _MODEL_CONFIG
@@ -54,6 +106,7 @@ class Sample(BaseModel):
     answer: str | None = None
     references: tuple[str, ...] = ()
     relevance: dict[str, float] | None = None
+    qrels: tuple[Qrel, ...] | None = Field(default=None, exclude_if=_unset)
     answerable: bool | None = None  # whether the material holds an answer (None: not said)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -82,6 +135,11 @@ class Sample(BaseModel):
                 )
             seen.add(ctx.id)
         return self
+
+    def has_judgments(self) -> bool:
+        """Whether anything grades the sample's retrieval: ``qrels``, ``relevance`` or a
+        context's own ``relevance``."""
+        return self.qrels is not None or self.judged_grades() is not None
 
     def judged_grades(self) -> dict[str, float] | None:
         """All judgments of the query: ``relevance`` plus grades carried by the contexts.

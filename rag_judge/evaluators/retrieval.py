@@ -1,43 +1,87 @@
-"""Retrieval metrics over samples: the list order of ``contexts`` is the ranking."""
+"""Retrieval metrics over samples: the list order of ``contexts`` is the ranking.
+
+Grades come from the sample's own judgments (``relevance``, a context's ``relevance``), from
+document or span labels (``qrels``) mapped onto the chunks by an overlap rule, or, with
+``relevance_from: context_relevance``, from the judge's per-context grades where a sample has
+no judgments of its own. ``judged@k`` rides along by default: stale labels after re-indexing
+show as a collapse in it, not as a retrieval regression.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from rag_judge._version import __version__
+from rag_judge.data.chunks import Graded, Level, OverlapRule, graded
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import Evaluator
-from rag_judge.metrics.retrieval import MetricSpec, Rankings, compute, parse_metric
-from rag_judge.report.model import MetricKind, Signature
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.judge.relevance import relevance_grade
+from rag_judge.metrics.retrieval import (
+    MetricSpec,
+    Rankings,
+    aggregate,
+    compute,
+    is_geometric,
+    parse_metric,
+    uses_threshold,
+)
+from rag_judge.report.model import Judgment, MetricKind, Signature
 
 __all__ = ["RetrievalEvaluator", "retrieval_signature"]
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@5", "ndcg_exp@5")
+_GAINED = {"dcg", "idcg", "ndcg", "ndcg_exp"}
+JUDGE_MAPPING = "1-5:0,0,1,2,3"  # relevance_grade: 1,2 -> 0; 3 -> 1; 4 -> 2; 5 -> 3
 
 
-def retrieval_signature(spec: MetricSpec, threshold: float, ordering: str) -> Signature:
+def retrieval_signature(
+    spec: MetricSpec,
+    threshold: float,
+    ordering: str,
+    *,
+    unit: str | None = None,
+    ideal: str = "judged",
+    max_docs: int | None = None,
+) -> Signature:
     """sacrebleu-style signature: every option that changes the number."""
     options = {"k": str(spec.k) if spec.k is not None else "all"}
-    if spec.family in {"dcg", "idcg", "ndcg", "ndcg_exp"}:
-        options |= {"gain": "exp2" if spec.family == "ndcg_exp" else "linear", "ideal": "judged"}
-    else:
+    if spec.family in _GAINED:
+        options |= {"gain": "exp2" if spec.family == "ndcg_exp" else "linear", "ideal": ideal}
+    elif uses_threshold(spec):
         options["rel"] = f">={threshold:g}"
+    if spec.family == "gm_map":
+        options["agg"] = "geometric"
+    if max_docs is not None:
+        options["max_docs"] = str(max_docs)
+    if unit is not None:
+        options["unit"] = unit
     options |= {"order": ordering, "version": __version__}
     return Signature(name=spec.name, options=options)
 
 
 class RetrievalEvaluator(Evaluator):
-    """precision/recall/F1/hit rate@k, MRR, MAP, R-precision, DCG/IDCG/NDCG (linear, exp2)."""
+    """precision/recall/F1/hit rate@k, MRR, MAP, R-precision, DCG/IDCG/NDCG (linear, exp2), and
+    trec_eval's bpref, infAP, interpolated precision, set measures, gm_map and counts."""
 
     type: Literal["retrieval"] = "retrieval"
     kind: ClassVar[MetricKind] = MetricKind.RETRIEVAL
     metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, min_length=1)
     relevance_threshold: float = Field(default=1.0, gt=0)
+    level: Level = "chunk"
+    overlap: OverlapRule = Field(default_factory=OverlapRule)
+    max_docs: int | None = Field(default=None, gt=0)  # trec_eval -M: the top N of each ranking
+    judged: bool = True  # add judged@k at the deepest cut-off unless one is listed
+    min_judged: float = Field(default=0.8, ge=0.0, le=1.0)  # warn below this mean judged@k
+    relevance_from: Literal["context_relevance"] | None = None
+    # Prepended to every metric name; None: "" at chunk level, "doc_" at document level, so
+    # one config can hold both levels (ndcg@5 beside doc_ndcg@5).
+    prefix: str | None = Field(default=None, pattern=r"^[a-z0-9_]*$")
+    _grades: Iterator[Judgment | None] | None = PrivateAttr(default=None)
 
     @field_validator("metrics")
     @classmethod
@@ -48,31 +92,197 @@ class RetrievalEvaluator(Evaluator):
             raise ValueError(f"metric listed twice: {', '.join(sorted(dup))}")
         return names
 
+    @model_validator(mode="after")
+    def _overlap_needs_chunks(self) -> RetrievalEvaluator:
+        if self.level == "document" and "overlap" in self.model_fields_set:
+            raise ValueError("'overlap' maps span labels onto chunks: it needs level 'chunk'")
+        return self
+
+    @property
+    def name_prefix(self) -> str:
+        if self.prefix is not None:
+            return self.prefix
+        return "doc_" if self.level == "document" else ""
+
     def metric_names(self) -> list[str]:
-        return list(self.metrics)
+        return [self.name_prefix + name for name in self._specs()]
+
+    def _specs(self) -> dict[str, MetricSpec]:
+        """The metrics computed, by their unprefixed names: the listed ones and judged@k."""
+        names = list(self.metrics)
+        extra = self.judged_metric()
+        if extra is not None and extra not in names:
+            names.append(extra)
+        return {n: parse_metric(n) for n in names}
+
+    def automatic_judged(self) -> str | None:
+        """The prefixed judged@k this evaluator adds on its own (not listed), or None."""
+        listed = any(parse_metric(m).family == "judged" for m in self.metrics)
+        name = self.judged_metric()
+        return None if listed or name is None else self.name_prefix + name
+
+    def judged_metric(self) -> str | None:
+        """The judged@k this evaluator reports: a listed one, else the automatic one (at the
+        deepest cut-off of its metrics, or 10), or None when ``judged`` is off."""
+        specs = [parse_metric(m) for m in self.metrics]
+        listed = [s.name for s in specs if s.family == "judged"]
+        if listed:
+            return listed[-1]
+        if not self.judged:
+            return None
+        cuts = [s.k for s in specs if isinstance(s.k, int) and s.family != "judged"]
+        return f"judged@{max(cuts, default=10)}"
 
     def signature(self, metric: str) -> Signature:
-        return retrieval_signature(parse_metric(metric), self.relevance_threshold, "list")
+        return self._signature(metric, "judged", False)
+
+    def _signature(self, metric: str, ideal: str, spans: bool) -> Signature:
+        """``spans``: some sample's labels were mapped onto its chunks by the overlap rule."""
+        unit = "doc" if self.level == "document" else "chunk"
+        if spans and self.level == "chunk":
+            unit += f",{self.overlap.render()}"
+        sig = retrieval_signature(
+            parse_metric(metric.removeprefix(self.name_prefix)),
+            self.relevance_threshold,
+            "list",
+            unit=unit,
+            ideal=ideal,
+            max_docs=self.max_docs,
+        )
+        options = dict(sig.options)
+        if self.relevance_from is not None:
+            options["rel_from"] = f"{self.relevance_from}({JUDGE_MAPPING})"
+        return Signature(name=metric, options=options)
 
     def missing(self, sample: Sample) -> list[str]:
         problem = _problem(sample)
         return [problem] if problem else []
 
     def score(self, samples: Sequence[Sample]) -> dict[str, NDArray[np.float64]]:
+        return self._score([graded(s, self.level, self.overlap) for s in samples])
+
+    def _score(self, queries: Sequence[Graded]) -> dict[str, NDArray[np.float64]]:
         batch = Rankings.from_lists(
-            [s.ranked_grades() for s in samples], [s.ideal_grades() for s in samples]
+            [g.ranked for g in queries], [g.ideal for g in queries], [g.known for g in queries]
         )
-        specs = [parse_metric(m) for m in self.metrics]
-        return compute(batch, specs, self.relevance_threshold)
+        specs = self._specs()
+        values = compute(batch, specs.values(), self.relevance_threshold, max_docs=self.max_docs)
+        return {self.name_prefix + name: values[spec.name] for name, spec in specs.items()}
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        result = super().evaluate(samples) if self._grades is None else self._judge_graded(samples)
+        sources, spans = self._provenance(samples, result)
+        for name, spec in self._specs().items():
+            metric = self.name_prefix + name
+            result.signatures[metric] = self._signature(metric, _ideal(sources), spans)
+            if is_geometric(spec):  # the summary is trec_eval's geometric mean, not a mean
+                rows = np.array([v if v is not None else 0.0 for v in result.scores[metric]])
+                result.corpus[metric] = CorpusStatistic(
+                    rows=rows.reshape(-1, 1), score=_aggregator(spec), description="geometric mean"
+                )
+        return result
+
+    def _provenance(
+        self, samples: Sequence[Sample], result: EvaluatorResult
+    ) -> tuple[set[str], bool]:
+        """Where the scored samples' ideal rankings came from (``judged`` labels, or the
+        ``retrieved`` chunks the judge graded), and whether any had span labels mapped."""
+        scored = [s for s, e in zip(samples, result.errors, strict=True) if not e]
+        sources = {
+            "retrieved" if self._grades is not None and not s.has_judgments() else "judged"
+            for s in scored
+        }
+        return sources, any(_has_spans(s) for s in scored)
+
+    def with_judge_grades(self, judgments: Iterator[Judgment | None]) -> RetrievalEvaluator:
+        """A copy reading one ``relevance_from`` judgment per sample from ``judgments``, in
+        sample order, as the run streams the samples (the pipeline's judge step)."""
+        copy = self.model_copy()
+        copy._grades = judgments
+        return copy
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        """Per chunk; at the end the signatures say what held over the whole run: where the
+        ideal rankings came from and whether span labels were mapped onto chunks."""
+        sources: set[str] = set()
+        spans = False
+        for chunk in chunks:
+            result = self.evaluate(chunk)
+            found, mapped = self._provenance(chunk, result)
+            sources |= found
+            spans = spans or mapped
+            emit(result)
+        signatures = {m: self._signature(m, _ideal(sources), spans) for m in self.metric_names()}
+        return EvaluatorResult.empty(0, signatures)
+
+    def _judge_graded(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        """Samples with judgments of their own as usual; the others graded by the judge's
+        per-context verdicts (an ideal ranking of the retrieved chunks only)."""
+        assert self._grades is not None  # only called with judge grades attached
+        names = self.metric_names()
+        result = EvaluatorResult.empty(len(samples), {m: self.signature(m) for m in names})
+        usable: list[int] = []
+        queries: list[Graded] = []
+        for i, sample in enumerate(samples):
+            judgment = next(self._grades, None)
+            query = _from_judge(sample, judgment) if not sample.has_judgments() else None
+            if query is None:
+                problem = _problem(sample)
+                if problem is not None:
+                    why = _why_ungraded(judgment)
+                    result.fail(i, f"{problem}, and {why}")
+                    continue
+                query = graded(sample, self.level, self.overlap)
+            usable.append(i)
+            queries.append(query)
+        if usable:
+            values = self._score(queries)
+            for metric in names:
+                result.fill(metric, usable, values[metric])
+        return result
+
+
+def _ideal(sources: set[str]) -> str:
+    """``judged``, ``retrieved`` (only the judge-graded retrieved chunks), or both."""
+    return "+".join(sorted(sources, key=["judged", "retrieved"].index)) or "judged"
+
+
+def _has_spans(sample: Sample) -> bool:
+    return sample.qrels is not None and any(q.start is not None for q in sample.qrels)
+
+
+def _aggregator(spec: MetricSpec) -> Callable[[NDArray[np.float64]], float]:
+    return lambda rows: aggregate(spec, rows[:, 0])
+
+
+def _from_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
+    """The retrieved chunks graded by the judge, or None unless every context was graded."""
+    if judgment is None or judgment.contexts is None:
+        return None
+    scores = [j.score for j in judgment.contexts]
+    if len(scores) != len(sample.contexts) or any(s is None for s in scores):
+        return None
+    grades = [float(relevance_grade(s)) for s in scores if s is not None]
+    return Graded(grades, [True] * len(grades), list(grades))
+
+
+def _why_ungraded(judgment: Judgment | None) -> str:
+    if judgment is None or judgment.contexts is None:
+        return "the judge did not grade its contexts"
+    return "the judge left some of its contexts ungraded"
 
 
 def _problem(sample: Sample) -> str | None:
-    if sample.judged_grades() is None:
+    if not sample.has_judgments():
         return (
-            "no relevance judgments: the sample has no 'relevance' field "
+            "no relevance judgments: the sample has no 'relevance' or 'qrels' field "
             "and none of its contexts carries one"
         )
+    if sample.qrels is not None:
+        return None
     for rank, ctx in enumerate(sample.contexts):
-        if ctx.id is None and ctx.relevance is None:
+        if ctx.id is None and ctx.relevance is None and ctx.doc_id is None:
             return f"field 'contexts[{rank}]': needs an 'id' or its own 'relevance' to be graded"
     return None

@@ -9,11 +9,16 @@ array); averaging is the report's job. Semantics follow trec_eval 9:
   whatever the threshold; the discount of rank ``i`` (1-based) is ``1 / log2(i + 1)``;
 * IDCG comes from every judged grade of the query, retrieved or not; an all-zero ideal gives 0;
 * precision@k divides by k even when fewer than k documents were retrieved; recall, AP and
-  R-precision divide by the number of relevant documents, and are 0 when there are none.
+  R-precision divide by the number of relevant documents, and are 0 when there are none;
+* bpref and infAP read which ranked documents carry a judgment (``Rankings.known``): an
+  unjudged one is skipped, a judged one graded below 0 is "in the pool but unjudged", as
+  trec_eval's RELVALUE_NONPOOL and RELVALUE_UNJUDGED;
+* ``max_docs`` is trec_eval's ``-M``: only the top ``max_docs`` of each ranking are read.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,18 +29,23 @@ from numpy.typing import NDArray
 
 from rag_judge.data.ranking import Rankings
 from rag_judge.errors import ConfigError
+from rag_judge.metrics import retrieval_trec as trec
 
 __all__ = [
     "METRIC_FAMILIES",
     "MetricSpec",
     "Rankings",
+    "aggregate",
     "compute",
+    "is_geometric",
     "parse_metric",
+    "uses_threshold",
 ]
 
 Array = NDArray[np.float64]
 
-# family -> whether "@k" is required ("yes"), optional ("opt") or not allowed ("no").
+# family -> its "@" parameter: a cut-off k required ("yes"), optional ("opt") or not allowed
+# ("no"); a recall level in [0, 1] ("level", iprec@0.1); a multiple of R > 0 ("mult").
 METRIC_FAMILIES: dict[str, str] = {
     "precision": "yes",
     "recall": "yes",
@@ -48,20 +58,42 @@ METRIC_FAMILIES: dict[str, str] = {
     "idcg": "opt",
     "ndcg": "opt",
     "ndcg_exp": "opt",
+    "bpref": "no",
+    "infap": "no",
+    "iprec": "level",
+    "11pt_avg": "no",
+    "set_precision": "no",
+    "set_recall": "no",
+    "set_f1": "no",
+    "gm_map": "no",
+    "rprec_mult": "mult",
+    "num_rel": "no",
+    "num_rel_ret": "no",
+    "num_ret": "no",
+    "judged": "yes",
 }
-_NAME = re.compile(r"^(?P<family>[a-z_][a-z0-9_]*)(?:@(?P<k>[^@]*))?$")
+_NO_THRESHOLD = {"dcg", "idcg", "ndcg", "ndcg_exp", "num_ret", "judged"}
+_NAME = re.compile(r"^(?P<family>[a-z0-9_]+)(?:@(?P<k>[^@]*))?$")
+MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map
+INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
+ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 
 
 @dataclass(frozen=True, order=True)
 class MetricSpec:
-    """A parsed metric name: a family and an optional cut-off ``k`` (None = whole ranking)."""
+    """A parsed metric name: a family and its parameter ``k``: a cut-off (None = the whole
+    ranking), or a recall level (``iprec``) or multiple of R (``rprec_mult``)."""
 
     family: str
-    k: int | None = None
+    k: int | float | None = None
 
     @property
     def name(self) -> str:
-        return self.family if self.k is None else f"{self.family}@{self.k}"
+        if self.k is None:
+            return self.family
+        return (
+            f"{self.family}@{self.k:g}" if isinstance(self.k, float) else f"{self.family}@{self.k}"
+        )
 
 
 def parse_metric(name: str) -> MetricSpec:
@@ -76,19 +108,53 @@ def parse_metric(name: str) -> MetricSpec:
     if raw_k is None:
         if need_k == "yes":
             raise ConfigError(f"metric {name!r} needs a cut-off, e.g. '{family}@10'")
+        if need_k in {"level", "mult"}:
+            example = {"level": "0.1", "mult": "0.2"}[need_k]
+            raise ConfigError(f"metric {name!r} needs a parameter, e.g. '{family}@{example}'")
         return MetricSpec(family)
     if need_k == "no":
         raise ConfigError(f"metric {name!r} takes no cut-off; write '{family}'")
+    if need_k in {"level", "mult"}:
+        return MetricSpec(family, _real_param(name, raw_k, need_k))
     if not re.fullmatch(r"[+-]?\d+", raw_k) or int(raw_k) <= 0:
         raise ConfigError(f"metric {name!r}: k must be a positive integer, got {raw_k!r}")
     return MetricSpec(family, int(raw_k))
 
 
+def _real_param(name: str, raw: str, kind: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if kind == "level" and not 0.0 <= value <= 1.0:
+        raise ConfigError(f"metric {name!r}: the recall level must be in [0, 1], got {raw!r}")
+    if kind == "mult" and not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"metric {name!r}: the multiple of R must be > 0, got {raw!r}")
+    return value
+
+
 def valid_metric_names() -> str:
-    return ", ".join(
-        {"yes": f"{f}@k", "opt": f"{f}, {f}@k", "no": f}[need]
-        for f, need in METRIC_FAMILIES.items()
-    )
+    forms = {"yes": "{0}@k", "opt": "{0}, {0}@k", "no": "{0}", "level": "{0}@R (R in [0, 1])",
+             "mult": "{0}@X (X > 0)"}  # fmt: skip
+    return ", ".join(forms[need].format(f) for f, need in METRIC_FAMILIES.items())
+
+
+def uses_threshold(spec: MetricSpec) -> bool:
+    """Whether the relevance threshold changes the metric's number."""
+    return spec.family not in _NO_THRESHOLD
+
+
+def is_geometric(spec: MetricSpec) -> bool:
+    """Whether the all-queries value is a geometric mean (gm_map), not a mean."""
+    return spec.family == "gm_map"
+
+
+def aggregate(spec: MetricSpec | str, values: Array) -> float:
+    """The all-queries value as trec_eval prints it: the exact mean, or for gm_map (whose
+    per-query values are log AP, as pytrec_eval returns them) exp of the mean."""
+    spec = spec if isinstance(spec, MetricSpec) else parse_metric(spec)
+    mean = math.fsum(np.asarray(values, dtype=np.float64).tolist()) / len(values)
+    return math.exp(mean) if is_geometric(spec) else mean
 
 
 class _Kernel:
@@ -98,6 +164,43 @@ class _Kernel:
         self.r = rankings
         self.threshold = threshold
         self.depth = rankings.ranked.shape[1]
+
+    @cached_property
+    def present(self) -> NDArray[np.bool_]:
+        return ~np.isnan(self.r.ranked)
+
+    @cached_property
+    def known(self) -> NDArray[np.bool_]:
+        known = self.present if self.r.known is None else self.r.known & self.present
+        return known
+
+    @cached_property
+    def n_retrieved(self) -> NDArray[np.int64]:
+        counts: NDArray[np.int64] = self.present.sum(axis=1).astype(np.int64)
+        return counts
+
+    @cached_property
+    def judged_nonrelevant(self) -> NDArray[np.bool_]:
+        """Ranked documents judged with a grade in [0, threshold)."""
+        with np.errstate(invalid="ignore"):
+            return self.known & (self.r.ranked >= 0) & (self.r.ranked < self.threshold)
+
+    @cached_property
+    def pooled_unjudged(self) -> NDArray[np.bool_]:
+        """Ranked documents in the judgments with a negative grade (trec_eval: in the pool,
+        not judged)."""
+        with np.errstate(invalid="ignore"):
+            return self.known & (self.r.ranked < 0)
+
+    @cached_property
+    def n_nonrelevant(self) -> Array:
+        """Judged non-relevant documents of the query: at least those ranked (a batch built
+        by hand may rank a judged document its judgments leave out)."""
+        with np.errstate(invalid="ignore"):
+            judged = self.r.judged
+            counts = ((judged >= 0) & (judged < self.threshold)).sum(axis=1)
+        out: Array = np.maximum(counts, self.judged_nonrelevant.sum(axis=1)).astype(np.float64)
+        return out
 
     @cached_property
     def relevant(self) -> NDArray[np.bool_]:
@@ -202,6 +305,32 @@ def _r_precision(kn: _Kernel, k: int | None) -> Array:
     return kn.per_relevant(hits)
 
 
+def _set_precision(kn: _Kernel) -> Array:
+    found, n = kn.hits_at(None), kn.n_retrieved.astype(np.float64)
+    return np.divide(found, n, out=np.zeros_like(found), where=n > 0)
+
+
+def _set_f1(kn: _Kernel) -> Array:
+    """trec_eval's set_F with beta 1, in its own arithmetic: (b + 1) P R / (b P + R)."""
+    p, r, found = _set_precision(kn), kn.per_relevant(kn.hits_at(None)), kn.hits_at(None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (1.0 + 1.0) * p * r / (1.0 * p + r)
+    return np.where(found > 0, f, 0.0)
+
+
+def _gm_map(kn: _Kernel) -> Array:
+    """Per query log(max(AP, 1e-5)), as trec_eval computes it and pytrec_eval returns it; the
+    all-queries value is exp of the mean (:func:`aggregate`)."""
+    return np.log(np.maximum(_map(kn, None), MIN_GEO_MEAN))
+
+
+def _eleven_point(kn: _Kernel) -> Array:
+    total = np.zeros(len(kn.r))
+    for level in reversed(ELEVEN_POINTS):  # trec_eval's order: from recall 1.0 down
+        total += trec.iprec(level, kn.hits, kn.present, kn.n_relevant)
+    return total / len(ELEVEN_POINTS)
+
+
 def _ndcg(kn: _Kernel, k: int | None, exponential: bool = False) -> Array:
     dcg, idcg = kn.dcg(k, exponential), kn.idcg(k, exponential)
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
@@ -219,18 +348,50 @@ _KERNELS: dict[str, Callable[[_Kernel, int | None], Array]] = {
     "idcg": lambda kn, k: kn.idcg(k, False),
     "ndcg": _ndcg,
     "ndcg_exp": lambda kn, k: _ndcg(kn, k, exponential=True),
+    "bpref": lambda kn, k: trec.bpref(
+        kn.relevant, kn.judged_nonrelevant, kn.n_relevant, kn.n_nonrelevant, _row_sums
+    ),
+    "infap": lambda kn, k: trec.infap(
+        kn.relevant, kn.judged_nonrelevant, kn.pooled_unjudged, kn.n_relevant, _row_sums
+    ),
+    "11pt_avg": lambda kn, k: _eleven_point(kn),
+    "set_precision": lambda kn, k: _set_precision(kn),
+    "set_recall": lambda kn, k: kn.per_relevant(kn.hits_at(None)),
+    "set_f1": lambda kn, k: _set_f1(kn),
+    "gm_map": lambda kn, k: _gm_map(kn),
+    "num_rel": lambda kn, k: kn.n_relevant.copy(),
+    "num_rel_ret": lambda kn, k: kn.hits_at(None),
+    "num_ret": lambda kn, k: kn.n_retrieved.astype(np.float64),
+    "judged": lambda kn, k: trec.judged_at(k or 0, kn.known, kn.n_retrieved),
+}
+_REAL_KERNELS: dict[str, Callable[[_Kernel, float], Array]] = {
+    "iprec": lambda kn, x: trec.iprec(x, kn.hits, kn.present, kn.n_relevant),
+    "rprec_mult": lambda kn, x: trec.rprec_mult(x, kn.hits, kn.n_retrieved, kn.n_relevant),
 }
 
 
 def compute(
-    rankings: Rankings, metrics: Iterable[str | MetricSpec], threshold: float = 1.0
+    rankings: Rankings,
+    metrics: Iterable[str | MetricSpec],
+    threshold: float = 1.0,
+    *,
+    max_docs: int | None = None,
 ) -> dict[str, Array]:
-    """Per-query values of each metric, keyed by its canonical name (``"ndcg@10"``)."""
+    """Per-query values of each metric, keyed by its canonical name (``"ndcg@10"``);
+    ``max_docs`` is trec_eval's ``-M``: only the top ``max_docs`` of each ranking count."""
     if not threshold > 0:
         raise ConfigError(f"relevance threshold must be > 0, got {threshold!r}")
+    if max_docs is not None:
+        if max_docs < 1:
+            raise ConfigError(f"max_docs must be a positive integer, got {max_docs!r}")
+        rankings = rankings.top(max_docs)
     kernel = _Kernel(rankings, float(threshold))
     out: dict[str, Array] = {}
     for metric in metrics:
         spec = metric if isinstance(metric, MetricSpec) else parse_metric(metric)
-        out[spec.name] = _KERNELS[spec.family](kernel, spec.k)
+        k = spec.k
+        if isinstance(k, float):  # a recall level or a multiple of R, not a cut-off
+            out[spec.name] = _REAL_KERNELS[spec.family](kernel, k)
+        else:
+            out[spec.name] = _KERNELS[spec.family](kernel, k)
     return out

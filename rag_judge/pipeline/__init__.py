@@ -27,6 +27,7 @@ from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned
+from rag_judge.pipeline.judged_relevance import reads_judgments, with_judgments
 from rag_judge.pipeline.running import stream
 from rag_judge.report import write_report
 from rag_judge.report.model import (
@@ -160,16 +161,21 @@ class Pipeline:
             # With executor: ray, every shard of every shardable evaluator is submitted now and
             # gathered in its step; the others run here, in order, meanwhile.
             pending = _ray.submit(cfg, source) if cfg.executor == "ray" else {}
+            # Steps in config order (the report's); evaluators that read another's judgments
+            # (relevance_from) run after the rest.
+            made = []
             for i, evaluator in enumerate(evaluators):
-                name = f"evaluators[{i}] ({evaluator.type})"
                 info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
-                step = collected.step(info)
-                with progress_.step(name):
+                made.append(collected.step(info))
+                steps[f"evaluators[{i}] ({evaluator.type})"] = list(info)
+            for i in sorted(range(len(evaluators)), key=lambda i: reads_judgments(evaluators[i])):
+                evaluator, step = evaluators[i], made[i]
+                with progress_.step(f"evaluators[{i}] ({evaluator.type})"):
                     if i in pending:
                         step.add(EvaluatorResult.concat(pending[i]()))
                     else:
-                        stream(evaluator, source.chunks(cfg.chunk_size), step)
-                steps[name] = list(info)
+                        fed = with_judgments(evaluator, collected.steps)
+                        stream(fed, source.chunks(cfg.chunk_size), step)
             added = add_conditioned(cfg, collected, cfg.chunk_size)
             if added:
                 steps["conditioned on answering"] = added

@@ -15,6 +15,7 @@ from rag_judge.data.stream import InMemory, SampleSource
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
 from rag_judge.llm.providers import ClientConfig
+from rag_judge.pipeline.judged_relevance import reads_judgments
 from rag_judge.pipeline.running import run_whole
 
 __all__ = ["submit"]
@@ -46,6 +47,8 @@ def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Callable
             log.info("evaluators[%d] (%s) needs every sample at once: not sharded, "
                      "it runs in the driver", i, evaluator.type)  # fmt: skip
             continue
+        if reads_judgments(evaluator):
+            continue  # it reads the judge step's judgments, in the driver, after the judge
         copy = _shard_copy(evaluator, count)
         gpus = min(1.0, resources.get("GPU", 0) / count) if _wants_gpu(evaluator) else 0
         refs = [task.options(num_gpus=gpus).remote(copy, shard) for shard in shards]

@@ -13,9 +13,10 @@ from rag_judge.analysis.jury import jury_agreement
 from rag_judge.analysis.ppi import ppi_estimates
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
-from rag_judge.report.model import Report
+from rag_judge.evaluators.retrieval import RetrievalEvaluator
+from rag_judge.report.model import Report, ReportWarning, WarningKind
 
-__all__ = ["conclude", "read_labels"]
+__all__ = ["conclude", "coverage_warnings", "read_labels"]
 
 log = logging.getLogger("rag_judge.pipeline")
 
@@ -57,4 +58,38 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
     if any(getattr(e, "judges", ()) for e in cfg.evaluators):  # else no jury to read: no pass
         report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
+    report.warnings = coverage_warnings(report, cfg)
+    for warning in report.warnings:
+        log.warning("%s", warning.message)
     return report
+
+
+def coverage_warnings(report: Report, cfg: ExperimentConfig) -> list[ReportWarning]:
+    """A warning for each retrieval evaluator whose mean judged@k fell below its
+    ``min_judged``: unjudged documents count as irrelevant, so stale labels (an index rebuilt
+    or re-chunked since they were made) would otherwise read as a retrieval regression."""
+    out = []
+    for ev in cfg.evaluators:
+        if not isinstance(ev, RetrievalEvaluator) or ev.judged_metric() is None:
+            continue
+        metric = ev.name_prefix + str(ev.judged_metric())
+        mean = report.summary[metric].mean if metric in report.summary else None
+        if mean is None or mean >= ev.min_judged:
+            continue
+        message = (
+            f"{metric} is {mean:.3f}, below {ev.min_judged:g}: only {mean:.0%} of the top "
+            "retrieved items carry a relevance label, and the retrieval metrics count the rest "
+            "as irrelevant. If the index was rebuilt or re-chunked since the labels were made, "
+            "relabel (or label spans of documents, which survive re-chunking) before reading "
+            "a drop as a regression."
+        )
+        out.append(
+            ReportWarning(
+                kind=WarningKind.UNJUDGED,
+                metric=metric,
+                value=mean,
+                threshold=ev.min_judged,
+                message=message,
+            )
+        )
+    return out

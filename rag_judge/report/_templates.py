@@ -158,7 +158,9 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 <a href=#run>Run</a></nav>{% if stub_rubrics %}<p class=banner><b>Stub judge.</b>\
 {% for method, rubrics in stub_rubrics.items() %} {{ rubrics|join(", ") }} \
 {{ "was" if rubrics|length == 1 else "were" }} scored by the stub provider: {{ method }}, for \
-offline runs and CI, not an LLM's judgment.{% endfor %}</p>{% endif %}</header>
+offline runs and CI, not an LLM's judgment.{% endfor %}</p>{% endif %}\
+{% for w in report.warnings %}<p class=banner><b>{{ w.metric }}.</b> {{ w.message }}</p>\
+{% endfor %}</header>
 <section id=summary><h2>Summary</h2><table class=summary><thead><tr><th>metric</th>\
 <th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
 <th class=num>errors</th><th class=num>unscored</th><th class=num title="samples the metric \

@@ -4,9 +4,19 @@ The run computes them (``rag_judge.analysis``); the renderers and gates read the
 
 from __future__ import annotations
 
+from enum import Enum
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["JuryAgreement", "LengthStratum", "PPIEstimate", "RoganGladen", "RubricAudit"]
+__all__ = [
+    "JuryAgreement",
+    "LengthStratum",
+    "PPIEstimate",
+    "ReportWarning",
+    "RoganGladen",
+    "RubricAudit",
+    "WarningKind",
+]
 
 Bounds = tuple[float, float]
 
@@ -106,3 +116,21 @@ class RubricAudit(BaseModel):
     self_preference: bool | None = None  # None: the generator's model is not recorded
     self_preference_note: str = ""
     position_consistency: float | None = None
+
+
+class WarningKind(str, Enum):
+    # judged@k fell below the evaluator's min_judged: the labels no longer cover what is
+    # retrieved (re-indexed or re-chunked), so the retrieval metrics read unjudged as irrelevant.
+    UNJUDGED = "unjudged"
+
+
+class ReportWarning(BaseModel):
+    """Something the run found that makes a number read wrong unless it is said beside it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: WarningKind
+    metric: str
+    value: float
+    threshold: float
+    message: str

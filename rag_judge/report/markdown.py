@@ -21,6 +21,10 @@ def render_markdown(report: Report) -> str:
         summary_table(report),
         "",
     ]
+    if report.warnings:
+        lines += ["## Warnings", ""]
+        lines += [f"- **{w.metric}**: {w.message}" for w in report.warnings]
+        lines.append("")
     index = report.index()
     failed = [(index.ids[i], m, f.text()) for i, m, f in index.failures]
     if failed:

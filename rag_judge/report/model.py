@@ -31,8 +31,10 @@ from rag_judge.report.estimates import (
     JuryAgreement,
     LengthStratum,
     PPIEstimate,
+    ReportWarning,
     RoganGladen,
     RubricAudit,
+    WarningKind,
 )
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
@@ -65,6 +67,7 @@ __all__ = [
     "MetricSummary",
     "PPIEstimate",
     "Report",
+    "ReportWarning",
     "RoganGladen",
     "RubricAudit",
     "SampleFile",
@@ -72,6 +75,7 @@ __all__ = [
     "SampleResult",
     "Signature",
     "Usage",
+    "WarningKind",
 ]
 
 SAMPLES_FILE = "samples.jsonl"  # beside report.json, when the samples are not inline
@@ -94,6 +98,7 @@ class Report(BaseModel):
     estimates: dict[str, PPIEstimate] = Field(default_factory=dict)  # per judge metric
     jury: dict[str, JuryAgreement] = Field(default_factory=dict)  # per jury-judged rubric
     audit: dict[str, RubricAudit] = Field(default_factory=dict)  # per judge metric
+    warnings: list[ReportWarning] = Field(default_factory=list)
     _index: tuple[int, int, SampleIndex] | None = PrivateAttr(default=None)
 
     def __eq__(self, other: object) -> bool:

@@ -68,7 +68,7 @@ def test_an_unreachable_judge_server_fails_the_run_with_its_reason(tmp_path, cap
     code, out, err = run(capsys, config(tmp_path, DOWN), "--out", str(tmp_path / "r"))
     assert code == EXIT_EVALUATOR_FAILED == 3
     lines = err.splitlines()
-    assert lines[0] == "rag-judge: 6 of 9 values failed; 6 model calls failed"
+    assert lines[0] == "rag-judge: 6 of 12 values failed; 6 model calls failed"
     # one distinct reason (deduplicated over samples and rubrics), naming the server
     reasons = [ln for ln in lines if ln.startswith("  error ")]
     assert len(reasons) == 1
@@ -108,7 +108,7 @@ def test_failures_below_the_threshold_are_reported_but_pass(tmp_path, capsys) ->
     code, _, err = run(capsys, path, "--out", str(tmp_path / "r"))
     assert code == 0
     lines = err.splitlines()
-    assert lines[0] == "rag-judge: 1 of 9 values failed"
+    assert lines[0] == "rag-judge: 1 of 12 values failed"
     assert lines[1].startswith("  missing_input ×1 (correctness): field 'references'")
     assert not any("failed:" in ln for ln in lines)  # no evaluator over the limit
 
@@ -154,7 +154,7 @@ def test_each_matrix_variant_is_summarised_under_its_name(tmp_path, capsys) -> N
     Path(path).write_text(text)
     code, _, err = run(capsys, path, "--out", str(tmp_path / "r"))
     assert code == 3
-    assert err.startswith("rag-judge: judge=down: 6 of 9 values failed")
+    assert err.startswith("rag-judge: judge=down: 6 of 12 values failed")
     assert "judge=up" not in err
     assert "rag-judge: judge=down: evaluators[1] (judge) failed:" in err
 

@@ -169,7 +169,7 @@ def test_csv_skip_invalid_warns_and_keeps_the_rest(tmp_path: Path) -> None:
             "contexts",
             [None, 7],
             "row 2: field 'contexts': expected a list of strings or of objects with keys id, "
-            "text, score, relevance, got the number 7$",
+            "text, score, relevance, doc_id, start, end, got the number 7$",
         ),
         (
             "relevance",
@@ -278,19 +278,19 @@ BAD_DATASETS = [
         "d.jsonl",
         {"id": "q1", "contexts": "some text"},
         "2: field 'contexts': expected a list of strings or of objects with keys id, text, "
-        "score, relevance, got the string 'some text'",
+        "score, relevance, doc_id, start, end, got the string 'some text'",
     ),
     (
         "d.jsonl",
         {"id": "q1", "contexts": ["a", 3]},
         "2: field 'contexts[1]': expected a string or an object with keys id, text, score, "
-        "relevance, got the number 3",
+        "relevance, doc_id, start, end, got the number 3",
     ),
     (
         "d.jsonl",
         {"id": "q1", "contexts": [{"id": "d1", "txt": "x"}]},
         "2: field 'contexts[0]': unknown key 'txt' (did you mean 'text'?); legal keys: id, "
-        "text, score, relevance",
+        "text, score, relevance, doc_id, start, end",
     ),
     (
         "d.jsonl",
@@ -308,7 +308,7 @@ BAD_DATASETS = [
         "d.jsonl",
         {"id": "q1", "refrences": ["x"]},
         "2: unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
-        "contexts, answer, references, relevance, answerable, metadata",
+        "contexts, answer, references, relevance, qrels, answerable, metadata",
     ),
     ("d.jsonl", "[1, 2]", "2: expected a JSON object (one sample per line), got a list"),
     ("d.jsonl", '"q1"', "2: expected a JSON object (one sample per line), got the string 'q1'"),
@@ -364,7 +364,7 @@ BAD_DATASETS = [
         "d.csv",
         'id,question,contexts\nq1,x,"{""a"": 1}"\n',
         "2: field 'contexts': expected a list of strings or of objects with keys id, text, "
-        "score, relevance, got an object",
+        "score, relevance, doc_id, start, end, got an object",
     ),
     (
         "d.csv",
@@ -376,7 +376,7 @@ BAD_DATASETS = [
         "d.csv",
         "id,questoin\nq1,x\n",
         "1: unknown column 'questoin' (did you mean 'question'?) for the rag-judge layout; "
-        "valid columns: id, question, answer, references, contexts, relevance, answerable, "
+        "valid columns: id, question, answer, references, contexts, relevance, qrels, answerable, "
         "metadata",
     ),
 ]
@@ -486,8 +486,8 @@ def test_parquet_and_cli_messages_are_plain(
     assert main(["run", str(tmp_path / "c.yaml"), "--quiet", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err == (
         f"rag-judge: error: {tmp_path / 'd.jsonl'}:2: field 'contexts': expected a list of "
-        "strings or of objects with keys id, text, score, relevance, got the string "
-        "'some text'\n"
+        "strings or of objects with keys id, text, score, relevance, doc_id, start, end, got the "
+        "string 'some text'\n"
     )
 
 

@@ -1,0 +1,74 @@
+"""`rag-judge retrieval` with trec_eval's further measures and -M, against pytrec_eval on the
+same files, and every metric name the kernels know accepted by the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from rag_judge.cli import main
+from rag_judge.data.ranking import Run
+from rag_judge.data.trec import write_qrels, write_run
+from rag_judge.metrics.retrieval import METRIC_FAMILIES
+from tests.metrics.test_retrieval_trec_eval import random_collection
+from tests.metrics.test_retrieval_trec_measures import top
+
+NAMES = {"bpref": "bpref", "infap": "infAP", "iprec@0.1": "iprec_at_recall_0.10",
+         "11pt_avg": "11pt_avg", "set_f1": "set_F", "rprec_mult@0.6": "Rprec_mult_0.60",
+         "num_rel_ret": "num_rel_ret", "num_ret": "num_ret"}  # fmt: skip
+
+
+def files(tmp_path: Path) -> tuple[str, str, dict, dict]:
+    qrels, run = random_collection(3)
+    run = {q: d for q, d in run.items() if d}  # a TREC file cannot hold an empty ranking
+    write_qrels(qrels, tmp_path / "qrels.txt")
+    write_run(Run.from_dict(run), tmp_path / "run.txt")
+    return str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), qrels, run
+
+
+@pytest.mark.parametrize("max_docs", [None, 5])
+def test_measures_and_max_docs_equal_pytrec_eval(tmp_path, capsys, max_docs) -> None:
+    qrels_path, run_path, qrels, run = files(tmp_path)
+    args = ["retrieval", qrels_path, run_path, "--format", "json", "--per-query"]
+    args += [a for name in [*NAMES, "gm_map"] for a in ("-m", name)]
+    args += ["-M", str(max_docs)] if max_docs else []
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    # what the files hold, as pytrec_eval reads it (scores written with repr round-trip)
+    measures = {"bpref", "infAP", "iprec_at_recall", "11pt_avg", "set_F", "Rprec_mult",
+                "num_rel_ret", "num_ret", "gm_map"}  # fmt: skip
+    ref = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(top(run, max_docs))
+    for q, values in out["per_query"].items():
+        for ours, theirs in NAMES.items():
+            assert values[ours] == pytest.approx(ref[q][theirs], abs=1e-12), (q, ours)
+    logs = [ref[q]["gm_map"] for q in out["per_query"]]
+    assert out["metrics"]["gm_map"] == pytest.approx(math.exp(sum(logs) / len(logs)), rel=1e-12)
+
+
+def test_table_prints_the_geometric_all_line(tmp_path, capsys) -> None:
+    qrels_path, run_path, _, _ = files(tmp_path)
+    assert main(["retrieval", qrels_path, run_path, "-m", "gm_map", "--format", "json"]) == 0
+    value = json.loads(capsys.readouterr().out)["metrics"]["gm_map"]
+    assert main(["retrieval", qrels_path, run_path, "-m", "gm_map"]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gm_map")]
+    assert line == [f"gm_map\tall\t{value:.4f}"] and value > 0
+
+
+def test_every_family_is_accepted(tmp_path, capsys) -> None:
+    qrels_path, run_path, _, _ = files(tmp_path)
+    example = {"yes": "@3", "opt": "", "no": "", "level": "@0.5", "mult": "@1.2"}
+    for family, need in METRIC_FAMILIES.items():
+        assert main(["retrieval", qrels_path, run_path, "-m", family + example[need]]) == 0
+        assert capsys.readouterr().out.count("\tall\t") == 2  # num_q and the metric
+
+
+def test_bad_max_docs_and_names_exit_2(tmp_path, capsys) -> None:
+    qrels_path, run_path, _, _ = files(tmp_path)
+    assert main(["retrieval", qrels_path, run_path, "-m", "map", "-M", "0"]) == 2
+    assert "max_docs must be a positive integer" in capsys.readouterr().err
+    assert main(["retrieval", qrels_path, run_path, "-m", "iprec@2"]) == 2
+    assert "recall level must be in [0, 1]" in capsys.readouterr().err
