@@ -229,7 +229,13 @@ def test_the_matrix_example_is_configs_matrix_yaml() -> None:
 def test_the_dataset_example_is_a_valid_sample() -> None:
     from rag_judge import Sample
 
-    (block,) = [b for b in BLOCKS if b.lang == "json" and '"summary"' not in b.code]
+    block, spans = [b for b in BLOCKS if b.lang == "json" and '"summary"' not in b.code]
+    # the span-labelled example: valid, and its labels land on both chunks as the text says
+    from rag_judge.data.chunks import graded
+
+    labelled = Sample.model_validate_json(spans.code)
+    assert graded(labelled).ranked == [2.0, 1.0]
+    assert graded(labelled, level="document").ranked == [2.0, 1.0]
     sample = Sample.model_validate(json.loads(block.code))
     assert sample.judged_grades() == {"d3": 3, "d7": 2}
 

@@ -80,6 +80,7 @@ __all__ = [
 ]
 
 _AT_K = re.compile(r"^(.+)@(\d+)$")
+_NOT_CUTOFFS = ("iprec", "rprec_mult")  # their "@" is a recall level or a multiple of R
 # Distributions named in the Run section; the optional ones say "not installed" when absent.
 _LIBRARIES = (
     "numpy",
@@ -114,7 +115,7 @@ def k_families(summary: Mapping[str, MetricSummary]) -> dict[str, list[tuple[int
     families: dict[str, list[tuple[int, MetricSummary]]] = {}
     for name, s in summary.items():
         match = _AT_K.match(name)
-        if match and s.mean is not None:
+        if match and s.mean is not None and not match.group(1).endswith(_NOT_CUTOFFS):
             families.setdefault(match.group(1), []).append((int(match.group(2)), s))
     return {f: sorted(p, key=lambda x: x[0]) for f, p in families.items() if len(p) > 1}
 

@@ -194,3 +194,26 @@ def test_relevance_from_needs_a_judge_of_that_rubric():
         )  # fmt: skip
     with pytest.raises(ValidationError, match="context_relevance"):
         RetrievalEvaluator(relevance_from="faithfulness")
+
+
+def test_the_readme_options_block_is_a_valid_evaluator():
+    import yaml
+
+    from tests.test_readme import BLOCKS
+
+    (block,) = [b for b in BLOCKS if b.lang == "yaml" and "min_judged" in b.code]
+    (options,) = yaml.safe_load(block.code)
+    ev = RetrievalEvaluator(**options)
+    assert ev.metric_names() == ["ndcg@10", "recall@10", "bpref", "judged@10"]
+    assert ev.overlap.render() == "overlap>=20c&0.5"
+
+
+def test_the_k_chart_leaves_out_recall_levels_and_multiples():
+    from rag_judge.report.html import k_families
+
+    samples = [Sample(id="a", contexts=[{"id": "x"}, {"id": "y"}], relevance={"y": 1})]
+    metrics = ["ndcg@1", "ndcg@2", "iprec@0", "iprec@1", "rprec_mult@1", "rprec_mult@2"]
+    cfg = ExperimentConfig(evaluators=[{"type": "retrieval", "metrics": metrics}])
+    report = Pipeline(cfg).run(samples).report
+    assert set(k_families(report.summary)) == {"ndcg"}
+    assert report.summary["iprec@1"].mean == 0.5 and report.summary["rprec_mult@2"].mean == 0.5
