@@ -23,9 +23,8 @@ from pydantic import (
 from rag_judge.analysis.gates import parse_threshold
 from rag_judge.errors import ConfigError, format_loc, friendly_message, unknown_key_message
 from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class, validate_evaluators
-from rag_judge.evaluators.retrieval import RetrievalEvaluator
+from rag_judge.evaluators.retrieval import check_relevance_from, settle_retrieval
 from rag_judge.llm.providers import ClientConfig
-from rag_judge.report.model import MetricKind
 
 __all__ = [
     "BootstrapConfig",
@@ -151,7 +150,7 @@ class ExperimentConfig(BaseModel):
     @field_validator("evaluators")
     @classmethod
     def _distinct_metrics(cls, evaluators: list[Evaluator]) -> list[Evaluator]:
-        evaluators = _one_automatic_judged(evaluators)
+        evaluators = settle_retrieval(evaluators)  # before the clash check: it drops a twin
         seen: dict[str, int] = {}
         for i, ev in enumerate(evaluators):
             for metric in ev.metric_names():
@@ -161,37 +160,8 @@ class ExperimentConfig(BaseModel):
                         f"evaluators[{i}]; give one of them a different metric list"
                     )
                 seen[metric] = i
-        for i, ev in enumerate(evaluators):
-            rubric = ev.relevance_from if isinstance(ev, RetrievalEvaluator) else None
-            if rubric is not None and not _judged_by_some(evaluators, rubric):
-                raise ValueError(
-                    f"evaluators[{i}].relevance_from: {rubric!r} needs a judge evaluator whose "
-                    f"rubrics include {rubric!r} (its per-context grades are the relevance)"
-                )
+        check_relevance_from(evaluators)
         return evaluators
-
-
-def _one_automatic_judged(evaluators: list[Evaluator]) -> list[Evaluator]:
-    """Retrieval evaluators that differ in threshold or metrics share one ``judged@k``: a later
-    one does not add the automatic judged@k an earlier one already reports (it would be the
-    same number, and two of them would clash)."""
-    out: list[Evaluator] = []
-    names: set[str] = set()
-    for ev in evaluators:
-        if isinstance(ev, RetrievalEvaluator):
-            auto = ev.automatic_judged()
-            if auto is not None and auto in names:
-                ev = ev.model_copy(update={"judged": False})
-        names.update(ev.metric_names())
-        out.append(ev)
-    return out
-
-
-def _judged_by_some(evaluators: list[Evaluator], rubric: str) -> bool:
-    return any(
-        rubric in ev.metric_names() and ev.metric_info(rubric).kind is MetricKind.JUDGE
-        for ev in evaluators
-    )
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:

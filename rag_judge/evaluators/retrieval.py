@@ -32,7 +32,12 @@ from rag_judge.metrics.retrieval import (
 )
 from rag_judge.report.model import Judgment, MetricKind, Signature
 
-__all__ = ["RetrievalEvaluator", "retrieval_signature"]
+__all__ = [
+    "RetrievalEvaluator",
+    "check_relevance_from",
+    "retrieval_signature",
+    "settle_retrieval",
+]
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@5", "ndcg_exp@5")
 _GAINED = {"dcg", "idcg", "ndcg", "ndcg_exp"}
@@ -286,3 +291,35 @@ def _problem(sample: Sample) -> str | None:
         if ctx.id is None and ctx.relevance is None and ctx.doc_id is None:
             return f"field 'contexts[{rank}]': needs an 'id' or its own 'relevance' to be graded"
     return None
+
+
+def settle_retrieval(evaluators: Sequence[Evaluator]) -> list[Evaluator]:
+    """A config's evaluators with one automatic ``judged@k`` per name: retrieval evaluators that
+    differ only in threshold or metrics report the same judged@k, so a later one does not add
+    the one an earlier evaluator already reports (two would clash)."""
+    out: list[Evaluator] = []
+    names: set[str] = set()
+    for ev in evaluators:
+        if isinstance(ev, RetrievalEvaluator):
+            auto = ev.automatic_judged()
+            if auto is not None and auto in names:
+                ev = ev.model_copy(update={"judged": False})
+        names.update(ev.metric_names())
+        out.append(ev)
+    return out
+
+
+def check_relevance_from(evaluators: Sequence[Evaluator]) -> None:
+    """ValueError unless each ``relevance_from`` names a rubric some judge evaluator scores."""
+    for i, ev in enumerate(evaluators):
+        rubric = ev.relevance_from if isinstance(ev, RetrievalEvaluator) else None
+        if rubric is None:
+            continue
+        if not any(
+            rubric in other.metric_names() and other.metric_info(rubric).kind is MetricKind.JUDGE
+            for other in evaluators
+        ):
+            raise ValueError(
+                f"evaluators[{i}].relevance_from: {rubric!r} needs a judge evaluator whose "
+                f"rubrics include {rubric!r} (its per-context grades are the relevance)"
+            )
