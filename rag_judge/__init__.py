@@ -17,12 +17,14 @@ from rag_judge.evaluators import (
     EVALUATORS,
     BERTScoreEvaluator,
     BleuEvaluator,
+    ChrfEvaluator,
     Evaluator,
     EvaluatorResult,
     GroundingEvaluator,
     JudgeEvaluator,
     RetrievalEvaluator,
     RougeEvaluator,
+    TerEvaluator,
 )
 from rag_judge.judge.pairwise import PairwiseJudge
 from rag_judge.pipeline import Pipeline, RunResult
@@ -32,6 +34,7 @@ __all__ = [
     "EVALUATORS",
     "BERTScoreEvaluator",
     "BleuEvaluator",
+    "ChrfEvaluator",
     "ConfigError",
     "Context",
     "DataError",
@@ -50,6 +53,7 @@ __all__ = [
     "RougeEvaluator",
     "RunResult",
     "Sample",
+    "TerEvaluator",
     "__version__",
     "calibrate",
     "check_gates",

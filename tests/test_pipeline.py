@@ -30,8 +30,8 @@ def write_config(tmp_path: Path, text: str) -> Path:
         ("evaluators:\n  - type: retrieval\n    metrics: [precision]\n", 3,
          "metric 'precision' needs a cut-off"),
         ("evaluators:\n  - type: retreival\n", 2,
-         "unknown evaluator type 'retreival'; valid types: retrieval, rouge, bleu, bertscore, "
-         "judge"),
+         "unknown evaluator type 'retreival'; valid types: retrieval, rouge, bleu, chrf, ter, "
+         "bertscore, judge"),
         ("evaluators:\n  - metrics: [map]\n", 2, "each evaluator needs a 'type'"),
         ("evaluators:\n  - type: retrieval\n    relevance_threshold: 0\n", 3,
          "relevance_threshold: Input should be greater than 0"),

@@ -5,12 +5,13 @@ import types
 import rag_judge
 
 PUBLIC = [
-    "EVALUATORS", "BERTScoreEvaluator", "BleuEvaluator", "ConfigError", "Context", "DataError",
+    "EVALUATORS", "BERTScoreEvaluator", "BleuEvaluator", "ChrfEvaluator", "ConfigError", "Context",
+    "DataError",
     "Dataset", "Evaluator", "EvaluatorResult", "ExperimentConfig", "GroundingEvaluator",
     "JudgeEvaluator",
     "MetricSummary", "PairwiseJudge", "Pipeline", "RagJudgeError", "Report", "RetrievalEvaluator",
-    "RougeEvaluator", "RunResult", "Sample", "__version__", "calibrate", "check_gates",
-    "compare_reports", "load_config", "load_dataset", "read_jsonl", "write_jsonl",
+    "RougeEvaluator", "RunResult", "Sample", "TerEvaluator", "__version__", "calibrate",
+    "check_gates", "compare_reports", "load_config", "load_dataset", "read_jsonl", "write_jsonl",
 ]  # fmt: skip
 
 

@@ -106,7 +106,8 @@ class RegressionRule:
 
     Both means are taken over the same samples, as ``rag-judge compare`` pairs them: the sample
     ids scored (with a finite value) in both reports; the gate's message says how many were
-    paired and how many were left out. Corpus aggregates (BLEU) are compared on their per-sample
+    paired and how many were left out. A metric whose summary says ``lower_is_better`` (TER)
+    is read that way without being listed. Corpus aggregates (BLEU) are compared on their per-sample
     scores. A drop that equals ``max_drop`` up to float rounding (``DROP_SLACK``) passes.
 
     With ``significant_only`` such a drop fails only if it is also significant: the seeded
@@ -257,7 +258,8 @@ def _rate(numerators: list[int], totals: list[int]) -> tuple[float | None, str |
 
 
 def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
-    lower = name in set(rule.lower_is_better)
+    declared = rule.baseline.summary.get(name)
+    lower = name in set(rule.lower_is_better) or (declared is not None and declared.lower_is_better)
     sign = -1.0 if lower else 1.0  # so that a positive difference is always an improvement
     b = rule.baseline.summary.get(name)
     n = new.summary.get(name)

@@ -20,11 +20,13 @@ from rag_judge.evaluators.grounding import GroundingEvaluator
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
+from rag_judge.evaluators.sacre import ChrfEvaluator, TerEvaluator
 
 __all__ = [
     "EVALUATORS",
     "BERTScoreEvaluator",
     "BleuEvaluator",
+    "ChrfEvaluator",
     "CorpusStatistic",
     "DryRun",
     "Evaluator",
@@ -33,6 +35,7 @@ __all__ = [
     "JudgeEvaluator",
     "RetrievalEvaluator",
     "RougeEvaluator",
+    "TerEvaluator",
     "evaluator_class",
     "validate_evaluators",
 ]
@@ -42,6 +45,8 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "retrieval": RetrievalEvaluator,
     "rouge": RougeEvaluator,
     "bleu": BleuEvaluator,
+    "chrf": ChrfEvaluator,
+    "ter": TerEvaluator,
     "bertscore": BERTScoreEvaluator,
     "judge": JudgeEvaluator,
     "grounding": GroundingEvaluator,

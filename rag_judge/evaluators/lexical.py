@@ -1,9 +1,10 @@
-"""ROUGE and BLEU of each sample's ``answer`` against its ``references``."""
+"""ROUGE and BLEU of each sample's ``answer`` against its ``references`` (chrF and TER, the other
+sacrebleu families, are in :mod:`rag_judge.evaluators.sacre`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -12,21 +13,22 @@ from pydantic import Field, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult, pick
+from rag_judge.evaluators.base import Evaluator, pick
+from rag_judge.evaluators.sacre import SacrebleuEvaluator, Scored
 from rag_judge.metrics.lexical import (
+    BLEU_ORDER,
     ROUGE_MEASURES,
     ROUGE_TOKENIZERS,
     ROUGE_TYPES,
     SMOOTH_METHODS,
     bleu_statistics,
+    check_bleu_options,
     check_bleu_tokenizer,
     corpus_bleu_from_rows,
     rouge_scores,
 )
 from rag_judge.metrics.rouge import FOLLOWS as ROUGE_SCORE_FOLLOWED
 from rag_judge.report.model import MetricKind, Signature
-
-_NREFS = re.compile(r"nrefs:\d+")  # sacrebleu's reference count in its signature
 
 __all__ = ["BleuEvaluator", "RougeEvaluator"]
 
@@ -90,21 +92,26 @@ class RougeEvaluator(Evaluator):
         )
 
 
-class BleuEvaluator(Evaluator):
+class BleuEvaluator(SacrebleuEvaluator):
     """BLEU through sacrebleu: per sample smoothed sentence BLEU, in the summary corpus BLEU.
 
     Both come from one pass of sacrebleu's sufficient statistics; the report's bootstrap
     interval for ``bleu`` resamples those per-sample statistics, not the text. Scores are on
-    [0, 1] (sacrebleu's divided by 100).
+    [0, 1] (sacrebleu's divided by 100). Options are ``sacrebleu.BLEU``'s and apply to both
+    levels, except ``effective_order``: None (the default) keeps sacrebleu's two defaults, on
+    for sentence BLEU and off for corpus BLEU; True or False sets both. sacrebleu's signature
+    omits the n-gram order and rounds the smoothing value to 2 decimals, so ours adds
+    ``max_ngram_order`` when it is not 4 and ``smooth_value`` when rounding changes it.
     """
 
     type: Literal["bleu"] = "bleu"
-    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
-    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
+    aggregate: ClassVar[str] = BLEU_AGGREGATE
     tokenizer: str = "13a"
     lowercase: bool = False
     smooth_method: str = "exp"
-    smooth_value: float | None = Field(default=None, gt=0)
+    smooth_value: float | None = None
+    max_ngram_order: int = BLEU_ORDER
+    effective_order: bool | None = None
 
     @field_validator("tokenizer")
     @classmethod
@@ -118,6 +125,8 @@ class BleuEvaluator(Evaluator):
 
     @model_validator(mode="after")
     def _value_needs_method(self) -> BleuEvaluator:
+        # Bounds checked here, not by Field(ge=...), so the message names the value given.
+        check_bleu_options(self.smooth_method, self.smooth_value, self.max_ngram_order)
         # sacrebleu ignores the value for 'exp' and 'none'; silently ignoring config misleads.
         if self.smooth_value is not None and self.smooth_method not in {"floor", "add-k"}:
             raise ValueError(
@@ -129,45 +138,30 @@ class BleuEvaluator(Evaluator):
     def metric_names(self) -> list[str]:
         return ["bleu"]
 
-    def evaluate_chunks(
-        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
-    ) -> EvaluatorResult | None:
-        """Per chunk as ``evaluate``; sacrebleu's signature counts each chunk's references, so
-        chunks with different counts make the run's signature say ``nrefs:var``, as one call
-        over every sample would."""
-        seen: list[Signature] = []
-        for chunk in chunks:
-            result = self.evaluate(chunk)
-            if any(v is not None for v in result.scores["bleu"]):
-                seen.append(result.signatures["bleu"])
-            emit(result)
-        if len({s.options["corpus"] for s in seen}) <= 1:
-            return None
-        options = {k: _NREFS.sub("nrefs:var", v) for k, v in seen[0].options.items()}
-        return EvaluatorResult.empty(0, {"bleu": Signature(name="bleu", options=options)})
-
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        result = EvaluatorResult.empty(len(samples), {"bleu": Signature(name="bleu")})
-        usable = result.require(samples, self.missing)
+    def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = bleu_statistics(
-            [samples[i].answer or "" for i in usable],
-            [samples[i].references for i in usable],
+            hypotheses,
+            references,
             tokenizer=self.tokenizer,
             lowercase=self.lowercase,
             smooth_method=self.smooth_method,
             smooth_value=self.smooth_value,
+            max_ngram_order=self.max_ngram_order,
+            effective_order=self.effective_order,
         )
-        result.signatures["bleu"] = Signature.of(
-            "bleu",
-            corpus=f"[{stats.corpus_signature}]",
-            sentence=f"[{stats.sentence_signature}]",
-            version=__version__,
+        options = {
+            "corpus": f"[{stats.corpus_signature}]",
+            "sentence": f"[{stats.sentence_signature}]",
+        }
+        if self.max_ngram_order != BLEU_ORDER:
+            options["max_ngram_order"] = str(self.max_ngram_order)
+        value = self.smooth_value
+        if value is not None and float(f"{value:.2f}") != value:
+            options["smooth_value"] = repr(value)
+        score = functools.partial(
+            corpus_bleu_from_rows,
+            smooth_method=self.smooth_method,
+            smooth_value=self.smooth_value,
+            effective_order=bool(self.effective_order),
         )
-        result.fill("bleu", usable, stats.sentence)
-        # The report indexes rows by sample, so failed samples get zero rows it never reads.
-        full = np.zeros((len(samples), stats.rows.shape[1]), dtype=np.float64)
-        full[usable] = stats.rows
-        result.corpus["bleu"] = CorpusStatistic(
-            rows=full, score=corpus_bleu_from_rows, description=BLEU_AGGREGATE
-        )
-        return result
+        return Scored(rows=stats.rows, sentence=stats.sentence, options=options, score=score)

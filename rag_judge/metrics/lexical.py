@@ -34,9 +34,11 @@ __all__ = [
     "UnicodeTokenizer",
     "bleu_statistics",
     "bleu_tokenizers",
+    "check_bleu_options",
     "check_bleu_tokenizer",
     "corpus_bleu_from_rows",
     "rouge_scores",
+    "sacrebleu_rows",
     "sentence_bleu_from_rows",
 ]
 
@@ -44,8 +46,8 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ROUGE_MEASURES = ("precision", "recall", "f1")
 ROUGE_TOKENIZERS = ("default", "unicode")
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
-BLEU_ORDER = 4  # n-gram orders in a statistics row: [sys_len, ref_len, correct_1..4, total_1..4]
-BLEU_CHUNK = 5_000  # samples per sacrebleu call: bounds its reference cache
+BLEU_ORDER = 4  # default n-gram order: rows are [sys_len, ref_len, correct_1..4, total_1..4]
+BLEU_CHUNK = 5_000  # samples per sacrebleu call (BLEU, chrF, TER): bounds its reference cache
 
 # sacrebleu, and nltk for ROUGE's stemmer (via rouge-score), are imported when first used.
 _MISSING_HINT = "it is a dependency of rag-judge: reinstall it (pip install rag-judge)"
@@ -205,14 +207,61 @@ def check_bleu_tokenizer(name: str) -> str:
 class BleuStatistics:
     """sacrebleu's per-sample statistics, sentence BLEU from them, and both signatures.
 
-    ``rows[i]`` is ``[sys_len, ref_len, correct_1..4, total_1..4]`` for pair i; summing rows and
-    scoring the sum is corpus BLEU (:func:`corpus_bleu_from_rows`).
+    ``rows[i]`` is ``[sys_len, ref_len, correct_1..N, total_1..N]`` for pair i (N the maximum
+    n-gram order); summing rows and scoring the sum is corpus BLEU (:func:`corpus_bleu_from_rows`).
     """
 
     rows: NDArray[np.float64]
     sentence: NDArray[np.float64]
     corpus_signature: str
     sentence_signature: str
+
+
+def check_bleu_options(
+    smooth_method: str, smooth_value: float | None, max_ngram_order: int
+) -> None:
+    """ConfigError for what sacrebleu would only assert on (or silently misuse)."""
+    if smooth_method not in SMOOTH_METHODS:
+        raise ConfigError(
+            f"unknown smooth_method {smooth_method!r}; choose one of: {', '.join(SMOOTH_METHODS)}"
+        )
+    if smooth_value is not None and not (math.isfinite(smooth_value) and smooth_value >= 0):
+        raise ConfigError(f"smooth_value must be a finite number >= 0, got {smooth_value!r}")
+    if max_ngram_order < 1:
+        raise ConfigError(f"max_ngram_order must be an integer >= 1, got {max_ngram_order!r}")
+
+
+def sacrebleu_rows(
+    metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+) -> list[list[Any]]:
+    """Per-sample sufficient statistics from a sacrebleu metric object (BLEU, CHRF, TER), with
+    its ``num_refs`` set as one ``corpus_score`` call over every pair would set it.
+
+    References may vary in number per pair; every pair needs at least one.
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    if any(not refs for refs in references):
+        raise ValueError("every hypothesis needs at least one reference")
+    if not hypotheses:
+        metric.num_refs = 0
+        return []
+    # sacrebleu wants rectangular reference streams; None pads a pair with fewer references
+    # (sacrebleu drops None when it caches references, and says nrefs:var in the signature).
+    # In chunks: sacrebleu tokenizes and caches every reference of a call at once, which
+    # at 100,000 samples held 1.7 GB. Statistics are per sample, so chunking is exact.
+    width = max(len(refs) for refs in references)
+    stats: list[list[Any]] = []
+    counts = set()
+    for start in range(0, len(hypotheses), BLEU_CHUNK):
+        refs = references[start : start + BLEU_CHUNK]
+        streams = [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
+        stats += metric._extract_corpus_statistics(
+            list(hypotheses[start : start + BLEU_CHUNK]), streams
+        )
+        counts.add(metric.num_refs)
+    metric.num_refs = counts.pop() if len(counts) == 1 else -1  # -1: nrefs:var
+    return stats
 
 
 def bleu_statistics(
@@ -223,54 +272,36 @@ def bleu_statistics(
     lowercase: bool = False,
     smooth_method: str = "exp",
     smooth_value: float | None = None,
+    max_ngram_order: int = BLEU_ORDER,
+    effective_order: bool | None = None,
 ) -> BleuStatistics:
     """Tokenize each pair once; return its statistics and its smoothed sentence BLEU on [0, 1].
 
-    Sentence BLEU uses ``sacrebleu.sentence_bleu``'s settings (effective order on, the given
-    smoothing), corpus BLEU ``sacrebleu.corpus_bleu``'s (exp smoothing, no effective order).
-    References may vary in number per pair; every pair needs at least one.
+    ``effective_order=None`` keeps sacrebleu's two defaults: on for sentence BLEU (as
+    ``sacrebleu.sentence_bleu``), off for corpus BLEU (as ``corpus_bleu``); True or False sets
+    both. Smoothing and the n-gram order apply to both. References may vary in number per
+    pair; every pair needs at least one.
     """
     bleu = _require("sacrebleu.metrics.bleu")
-    if smooth_method not in SMOOTH_METHODS:
-        raise ConfigError(
-            f"unknown smooth_method {smooth_method!r}; choose one of: {', '.join(SMOOTH_METHODS)}"
-        )
+    check_bleu_options(smooth_method, smooth_value, max_ngram_order)
     check_bleu_tokenizer(tokenizer)
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
-    if any(not refs for refs in references):
-        raise ValueError("every hypothesis needs at least one reference")
-    corpus = bleu.BLEU(lowercase=lowercase, tokenize=tokenizer)
-    sentence = bleu.BLEU(
-        lowercase=lowercase,
-        tokenize=tokenizer,
-        smooth_method=smooth_method,
-        smooth_value=smooth_value,
-        effective_order=True,
-    )
-    if not hypotheses:
-        stats: list[list[int]] = []
-        corpus.num_refs = 0
-    else:
-        # sacrebleu wants rectangular reference streams; None pads a pair with fewer references
-        # (sacrebleu drops None when it caches references, and says nrefs:var in the signature).
-        # In chunks: sacrebleu tokenizes and caches every reference of a call at once, which
-        # at 100,000 samples held 1.7 GB. Statistics are per sample, so chunking is exact.
-        width = max(len(refs) for refs in references)
-        stats = []
-        counts = set()
-        for start in range(0, len(hypotheses), BLEU_CHUNK):
-            refs = references[start : start + BLEU_CHUNK]
-            streams = [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
-            hyps = list(hypotheses[start : start + BLEU_CHUNK])
-            stats += corpus._extract_corpus_statistics(hyps, streams)
-            counts.add(corpus.num_refs)
-        corpus.num_refs = counts.pop() if len(counts) == 1 else -1  # -1: nrefs:var
+    common = {
+        "lowercase": lowercase,
+        "tokenize": tokenizer,
+        "smooth_method": smooth_method,
+        "smooth_value": smooth_value,
+        "max_ngram_order": max_ngram_order,
+    }
+    corpus = bleu.BLEU(**common, effective_order=bool(effective_order))
+    sentence = bleu.BLEU(**common, effective_order=effective_order is not False)
+    stats = sacrebleu_rows(corpus, hypotheses, references)
     sentence.num_refs = corpus.num_refs  # what _cache_references would have set on it
-    rows = np.array(stats, dtype=np.float64).reshape(len(stats), 2 + 2 * BLEU_ORDER)
+    rows = np.array(stats, dtype=np.float64).reshape(len(stats), 2 + 2 * max_ngram_order)
     return BleuStatistics(
         rows=rows,
-        sentence=sentence_bleu_from_rows(rows, smooth_method, smooth_value),
+        sentence=sentence_bleu_from_rows(
+            rows, smooth_method, smooth_value, effective_order is not False
+        ),
         corpus_signature=corpus.get_signature().format(),
         sentence_signature=sentence.get_signature().format(),
     )
@@ -282,39 +313,51 @@ def _compute_bleu() -> Any:
 
 
 def _score(
-    stats: Sequence[int], smooth_method: str, smooth_value: float | None, effective_order: bool
+    stats: Sequence[float], smooth_method: str, smooth_value: float | None, effective_order: bool
 ) -> float:
-    """sacrebleu's compute_bleu on one statistics row, on [0, 1]. Lists are fresh copies:
-    compute_bleu adds add-k's constant into them in place."""
+    """sacrebleu's compute_bleu on one statistics row (its order read from its width), on
+    [0, 1]. Lists are fresh copies: compute_bleu adds add-k's constant into them in place."""
+    order = (len(stats) - 2) // 2
     result = _compute_bleu()(
-        correct=[int(c) for c in stats[2 : 2 + BLEU_ORDER]],
-        total=[int(t) for t in stats[2 + BLEU_ORDER : 2 + 2 * BLEU_ORDER]],
+        correct=[int(c) for c in stats[2 : 2 + order]],
+        total=[int(t) for t in stats[2 + order : 2 + 2 * order]],
         sys_len=int(stats[0]),
         ref_len=int(stats[1]),
         smooth_method=smooth_method,
         smooth_value=smooth_value,
         effective_order=effective_order,
-        max_ngram_order=BLEU_ORDER,
+        max_ngram_order=order,
     )
     # A perfect match comes out of exp(mean of logs) as 100.00000000000004: keep [0, 1] exact.
     return min(float(result.score) / 100.0, 1.0)
 
 
 def sentence_bleu_from_rows(
-    rows: NDArray[np.float64], smooth_method: str = "exp", smooth_value: float | None = None
+    rows: NDArray[np.float64],
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    effective_order: bool = True,
 ) -> NDArray[np.float64]:
-    """Smoothed sentence BLEU (effective order, as ``sacrebleu.sentence_bleu``) for each row."""
+    """Sentence BLEU of each row; the defaults are ``sacrebleu.sentence_bleu``'s."""
     return np.array(
-        [_score(r.tolist(), smooth_method, smooth_value, True) for r in rows], dtype=np.float64
+        [_score(r.tolist(), smooth_method, smooth_value, effective_order) for r in rows],
+        dtype=np.float64,
     )
 
 
-def corpus_bleu_from_rows(rows: NDArray[np.float64]) -> float:
-    """Corpus BLEU on [0, 1] of a set of statistics rows: ``sacrebleu.corpus_bleu``'s defaults.
+def corpus_bleu_from_rows(
+    rows: NDArray[np.float64],
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    effective_order: bool = False,
+) -> float:
+    """Corpus BLEU on [0, 1] of a set of statistics rows; the defaults are
+    ``sacrebleu.corpus_bleu``'s (bind others with ``functools.partial``: it pickles).
 
     Counts are integers well below 2**53, so the float sums are exact and the result equals
     ``corpus_bleu(...).score / 100`` bit for bit (capped at 1.0, see :func:`_score`).
     """
     if len(rows) == 0:
         return math.nan
-    return _score(np.asarray(rows).sum(axis=0).tolist(), "exp", None, effective_order=False)
+    summed = np.asarray(rows).sum(axis=0).tolist()
+    return _score(summed, smooth_method, smooth_value, effective_order)

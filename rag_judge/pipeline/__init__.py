@@ -321,7 +321,10 @@ def summarize(
     errors. ``values`` may be a run's :class:`Column` (a
     million floats are not made Python objects)."""
     info = info or MetricInfo()
-    described = {"kind": info.kind, "scale": info.scale, "normalises": info.normalises}
+    described = {
+        "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
+        "lower_is_better": info.lower_is_better,
+    }  # fmt: skip
     if not isinstance(values, Column):
         given, values = values, Column()
         values.extend(given)

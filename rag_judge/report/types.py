@@ -85,6 +85,7 @@ class MetricInfo(BaseModel):
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None
+    lower_is_better: bool = False  # an error rate (TER): regression gates read it
 
 
 # A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
@@ -256,6 +257,8 @@ class MetricSummary(BaseModel):
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
+    # An error rate (TER). Written only when true, so other metrics' entries stay as they were.
+    lower_is_better: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 class SampleResult(BaseModel):

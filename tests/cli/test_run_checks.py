@@ -95,7 +95,7 @@ def test_a_missing_dataset_names_the_config_line_or_the_option(tmp_path: Path, c
     [
         ("evaluators: []\n",
          "k.yaml:1: evaluators: give at least one evaluator; valid types: retrieval, rouge, "
-         "bleu, bertscore, judge"),
+         "bleu, chrf, ter, bertscore, judge"),
         ("evaluators:\n  - type: retrieval\n    metrics: map\n",
          "k.yaml:3: evaluators[0].metrics: expected a list"),
         ("bootstrap: 3\nevaluators: [{type: bleu}]\n",

@@ -10,9 +10,9 @@ import pytest
 import pytrec_eval
 
 import rag_judge.data.trec as trec
-from rag_judge.data.ranking import Qrels, Run, rankings_for
+from rag_judge.data.ranking import Qrels, Rankings, Run, rankings_for
 from rag_judge.data.trec import read_qrels, read_run
-from rag_judge.errors import DataError
+from rag_judge.errors import ConfigError, DataError
 from rag_judge.metrics.retrieval import compute
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\nq2 0 d3 1\n"
@@ -231,3 +231,45 @@ def test_same_numbers_as_pytrec_eval_through_messy_files(tmp_path: Path, seed: i
     for ours, theirs in measures.items():
         for i, q in enumerate(qids):
             assert values[ours][i] == pytest.approx(expected[q][theirs], abs=1e-9), (ours, q)
+
+
+# --- the join's judgment mask ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("join", ["dense", "search"])
+def test_rankings_for_marks_which_ranked_documents_are_judged(join: str, monkeypatch) -> None:
+    if join == "search":  # the binary-search join used for huge key spaces or odd grades
+        monkeypatch.setattr("rag_judge.data.ranking._DENSE_LIMIT", 0)
+    qrels = {"a": {"d1": 0, "d2": -1, "d3": 2}, "b": {"d9": 1}}
+    run = Run.from_dict({"a": {"d4": 9.0, "d3": 8.0, "d2": 7.0, "d1": 6.0}, "b": {"d1": 1.0}})
+    qids, rankings = rankings_for(qrels, run)
+    assert qids == ["a", "b"]
+    assert rankings.known is not None
+    # zero and negative grades are judgments too; the padding of "b" is not
+    assert rankings.known.tolist() == [[False, True, True, True], [False, False, False, False]]
+    assert np.array_equal(rankings.ranked[0], [0.0, 2.0, -1.0, 0.0])
+    got = compute(rankings, ["judged@2", "judged@10", "num_ret"])
+    assert got["judged@2"].tolist() == [0.5, 0.0]
+    assert got["judged@10"].tolist() == [0.75, 0.0]
+    assert got["num_ret"].tolist() == [4.0, 1.0]
+
+
+def test_known_defaults_to_every_ranked_document_and_is_checked() -> None:
+    plain = Rankings.from_lists([[1, 0], [2]], [[1], [2]])
+    assert plain.known is None
+    assert compute(plain, ["judged@3"])["judged@3"].tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="known has shape"):
+        Rankings(plain.ranked, plain.judged, np.ones((2, 3), dtype=bool))
+
+
+def test_max_docs_reads_the_top_in_trec_eval_order() -> None:
+    # trec_eval order: d3 (2.0), then the float32 tie d9 > d10 by doc id descending
+    run = Run.from_dict({"q": {"d10": 1.0 + 1e-12, "d9": 1.0, "d3": 2.0}})
+    qids, rankings = rankings_for({"q": {"d9": 1, "d10": 0}}, run)
+    got = compute(rankings, ["num_ret", "num_rel_ret", "set_precision", "bpref"], max_docs=2)
+    assert got["num_ret"].tolist() == [2.0]
+    assert got["num_rel_ret"].tolist() == [1.0]
+    assert got["set_precision"].tolist() == [0.5]
+    assert got["bpref"].tolist() == [1.0]  # d10, the judged non-relevant one, is cut off
+    with pytest.raises(ConfigError, match="max_docs must be a positive integer"):
+        compute(rankings, ["map"], max_docs=0)

@@ -210,11 +210,11 @@ def test_bleu_agrees_with_sacrebleu(
 
 def test_bleu_signatures_are_sacrebleus() -> None:
     stats = bleu_statistics(["a b c"], [["a b c d"]], smooth_method="floor")
-    bleu = sacrebleu.BLEU()
+    bleu = sacrebleu.BLEU(smooth_method="floor")  # the smoothing applies to corpus BLEU too
     bleu.corpus_score(["a b c"], [["a b c d"]])
     assert stats.corpus_signature == bleu.get_signature().format()
     assert stats.corpus_signature == (
-        f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+        f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.10]|version:{sacrebleu.__version__}"
     )
     assert "eff:yes" in stats.sentence_signature
     assert "smooth:floor[0.10]" in stats.sentence_signature
@@ -356,7 +356,11 @@ def test_corpus_bleu_bootstrap_interval() -> None:
     summary = summarize(
         out.scores["bleu"], resamples=200, confidence=0.95, seed=0, corpus=out.corpus["bleu"]
     )
-    assert summary.mean == sacrebleu.corpus_bleu(hyps, _streams(refs)).score / 100
+    # the smoothing applies to corpus BLEU too (here it changes nothing: every order matches)
+    want = sacrebleu.corpus_bleu(hyps, _streams(refs), smooth_method="floor", smooth_value=0.2)
+    assert (
+        summary.mean == want.score / 100 == sacrebleu.corpus_bleu(hyps, _streams(refs)).score / 100
+    )
     assert summary.ci_low is not None and summary.ci_high is not None
     assert summary.ci_low < summary.mean < summary.ci_high
     assert summary.ci_high - summary.ci_low < 0.2
