@@ -4,7 +4,7 @@ sacrebleu families, are in :mod:`rag_judge.evaluators.sacre`)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -13,8 +13,8 @@ from pydantic import Field, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import Evaluator, pick
-from rag_judge.evaluators.sacre import SacrebleuEvaluator, Scored
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick
+from rag_judge.evaluators.sacre import Scored, evaluate_scored, evaluate_scored_chunks
 from rag_judge.metrics.lexical import (
     BLEU_ORDER,
     ROUGE_MEASURES,
@@ -92,7 +92,7 @@ class RougeEvaluator(Evaluator):
         )
 
 
-class BleuEvaluator(SacrebleuEvaluator):
+class BleuEvaluator(Evaluator):
     """BLEU through sacrebleu: per sample smoothed sentence BLEU, in the summary corpus BLEU.
 
     Both come from one pass of sacrebleu's sufficient statistics; the report's bootstrap
@@ -105,7 +105,8 @@ class BleuEvaluator(SacrebleuEvaluator):
     """
 
     type: Literal["bleu"] = "bleu"
-    aggregate: ClassVar[str] = BLEU_AGGREGATE
+    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     tokenizer: str = "13a"
     lowercase: bool = False
     smooth_method: str = "exp"
@@ -137,6 +138,14 @@ class BleuEvaluator(SacrebleuEvaluator):
 
     def metric_names(self) -> list[str]:
         return ["bleu"]
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        return evaluate_scored(self, samples, self.statistics, BLEU_AGGREGATE)
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        return evaluate_scored_chunks(self, chunks, emit)
 
     def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = bleu_statistics(

@@ -4,7 +4,6 @@ resamples. ``BleuEvaluator`` lives in :mod:`rag_judge.evaluators.lexical`."""
 
 from __future__ import annotations
 
-import abc
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +26,13 @@ from rag_judge.metrics.sacre import (
 )
 from rag_judge.report.model import MetricInfo, MetricKind, Signature
 
-__all__ = ["ChrfEvaluator", "SacrebleuEvaluator", "Scored", "TerEvaluator"]
+__all__ = [
+    "ChrfEvaluator",
+    "Scored",
+    "TerEvaluator",
+    "evaluate_scored",
+    "evaluate_scored_chunks",
+]
 
 _NREFS = re.compile(r"nrefs:\d+")  # sacrebleu's reference count in its signature
 
@@ -46,57 +51,52 @@ class Scored:
     score: Callable[[NDArray[np.float64]], float]
 
 
-class SacrebleuEvaluator(Evaluator):
-    """One metric from sacrebleu's sufficient statistics: per sample the sentence score, in
-    the summary the corpus score; the report's bootstrap interval resamples the rows."""
-
-    __abstract__: ClassVar[bool] = True
-    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
-    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
-    aggregate: ClassVar[str] = "corpus-level"
-
-    @abc.abstractmethod
-    def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
-        """Rows, sentence scores and signature options of these pairs."""
-
-    def evaluate_chunks(
-        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
-    ) -> EvaluatorResult | None:
-        """Per chunk as ``evaluate``; sacrebleu's signature counts each chunk's references, so
-        chunks with different counts make the run's signature say ``nrefs:var``, as one call
-        over every sample would."""
-        metric = self.metric_names()[0]
-        seen: list[Signature] = []
-        for chunk in chunks:
-            result = self.evaluate(chunk)
-            if any(v is not None for v in result.scores[metric]):
-                seen.append(result.signatures[metric])
-            emit(result)
-        if len({tuple(s.options.items()) for s in seen}) <= 1:
-            return None
-        options = {k: _NREFS.sub("nrefs:var", v) for k, v in seen[0].options.items()}
-        return EvaluatorResult.empty(0, {metric: Signature(name=metric, options=options)})
-
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        metric = self.metric_names()[0]
-        result = EvaluatorResult.empty(len(samples), {metric: Signature(name=metric)})
-        usable = result.require(samples, self.missing)
-        scored = self.statistics(
-            [samples[i].answer or "" for i in usable], [samples[i].references for i in usable]
-        )
-        options = {**scored.options, "version": __version__}
-        result.signatures[metric] = Signature(name=metric, options=options)
-        result.fill(metric, usable, scored.sentence)
-        # The report indexes rows by sample, so failed samples get zero rows it never reads.
-        full = np.zeros((len(samples), scored.rows.shape[1]), dtype=np.float64)
-        full[usable] = scored.rows
-        result.corpus[metric] = CorpusStatistic(
-            rows=full, score=scored.score, description=self.aggregate
-        )
-        return result
+Statistics = Callable[[list[str], list[Sequence[str]]], Scored]
 
 
-class ChrfEvaluator(SacrebleuEvaluator):
+def evaluate_scored(
+    evaluator: Evaluator, samples: Sequence[Sample], statistics: Statistics, aggregate: str
+) -> EvaluatorResult:
+    """``evaluator``'s one metric over ``samples`` from ``statistics`` (a family's sacrebleu
+    call): per sample the sentence score, the rows as the corpus statistic, the signature."""
+    metric = evaluator.metric_names()[0]
+    result = EvaluatorResult.empty(len(samples), {metric: Signature(name=metric)})
+    usable = result.require(samples, evaluator.missing)
+    scored = statistics(
+        [samples[i].answer or "" for i in usable], [samples[i].references for i in usable]
+    )
+    options = {**scored.options, "version": __version__}
+    result.signatures[metric] = Signature(name=metric, options=options)
+    result.fill(metric, usable, scored.sentence)
+    # The report indexes rows by sample, so failed samples get zero rows it never reads.
+    full = np.zeros((len(samples), scored.rows.shape[1]), dtype=np.float64)
+    full[usable] = scored.rows
+    result.corpus[metric] = CorpusStatistic(rows=full, score=scored.score, description=aggregate)
+    return result
+
+
+def evaluate_scored_chunks(
+    evaluator: Evaluator,
+    chunks: Iterable[Sequence[Sample]],
+    emit: Callable[[EvaluatorResult], None],
+) -> EvaluatorResult | None:
+    """Per chunk as ``evaluator.evaluate``; sacrebleu's signature counts each chunk's
+    references, so chunks with different counts make the run's signature say ``nrefs:var``,
+    as one call over every sample would."""
+    metric = evaluator.metric_names()[0]
+    seen: list[Signature] = []
+    for chunk in chunks:
+        result = evaluator.evaluate(chunk)
+        if any(v is not None for v in result.scores[metric]):
+            seen.append(result.signatures[metric])
+        emit(result)
+    if len({tuple(s.options.items()) for s in seen}) <= 1:
+        return None
+    options = {k: _NREFS.sub("nrefs:var", v) for k, v in seen[0].options.items()}
+    return EvaluatorResult.empty(0, {metric: Signature(name=metric, options=options)})
+
+
+class ChrfEvaluator(Evaluator):
     """chrF through sacrebleu (``CHRF``), on [0, 1]; ``word_order: 2`` is chrF++.
 
     The metric is ``chrf`` followed by one ``+`` per word n-gram order, as sacrebleu names
@@ -105,7 +105,8 @@ class ChrfEvaluator(SacrebleuEvaluator):
     """
 
     type: Literal["chrf"] = "chrf"
-    aggregate: ClassVar[str] = CHRF_AGGREGATE
+    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     char_order: int = 6
     word_order: int = 0
     beta: int = 2
@@ -121,6 +122,14 @@ class ChrfEvaluator(SacrebleuEvaluator):
 
     def metric_names(self) -> list[str]:
         return ["chrf" + "+" * self.word_order]
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        return evaluate_scored(self, samples, self.statistics, CHRF_AGGREGATE)
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        return evaluate_scored_chunks(self, chunks, emit)
 
     def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = chrf_statistics(
@@ -143,13 +152,14 @@ class ChrfEvaluator(SacrebleuEvaluator):
         )
 
 
-class TerEvaluator(SacrebleuEvaluator):
+class TerEvaluator(Evaluator):
     """TER through sacrebleu (``TER``): edits over reference words, sacrebleu's divided by
     100. An error rate: 0 is best, and it exceeds 1 when the answer needs more edits than
     the reference has words. sacrebleu's TER ignores case unless ``case_sensitive``."""
 
     type: Literal["ter"] = "ter"
-    aggregate: ClassVar[str] = TER_AGGREGATE
+    kind: ClassVar[MetricKind] = MetricKind.LEXICAL
+    needs: ClassVar[tuple[str, ...]] = ("answer", "references")
     normalized: bool = False
     no_punct: bool = False
     asian_support: bool = False
@@ -157,6 +167,14 @@ class TerEvaluator(SacrebleuEvaluator):
 
     def metric_names(self) -> list[str]:
         return ["ter"]
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        return evaluate_scored(self, samples, self.statistics, TER_AGGREGATE)
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> EvaluatorResult | None:
+        return evaluate_scored_chunks(self, chunks, emit)
 
     def metric_info(self, metric: str) -> MetricInfo:
         return MetricInfo(kind=self.kind, scale=(0.0, None), lower_is_better=True)  # an error rate
