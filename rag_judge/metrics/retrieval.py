@@ -32,6 +32,7 @@ from rag_judge.errors import ConfigError
 from rag_judge.metrics import retrieval_trec as trec
 
 __all__ = [
+    "GEOMETRIC",
     "METRIC_FAMILIES",
     "MetricSpec",
     "Rankings",
@@ -73,9 +74,9 @@ METRIC_FAMILIES: dict[str, str] = {
     "judged": "yes",
 }
 _NO_THRESHOLD = {"dcg", "idcg", "ndcg", "ndcg_exp", "num_ret", "judged"}
+GEOMETRIC = frozenset({"gm_map"})  # families whose all-queries value is exp(mean)
 _NAME = re.compile(r"^(?P<family>[a-z0-9_]+)(?:@(?P<k>[^@]*))?$")
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map
-INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
 ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 
 
@@ -139,21 +140,27 @@ def valid_metric_names() -> str:
     return ", ".join(forms[need].format(f) for f, need in METRIC_FAMILIES.items())
 
 
-def uses_threshold(spec: MetricSpec) -> bool:
+def _spec(metric: MetricSpec | str) -> MetricSpec:
+    return metric if isinstance(metric, MetricSpec) else parse_metric(metric)
+
+
+def uses_threshold(spec: MetricSpec | str) -> bool:
     """Whether the relevance threshold changes the metric's number."""
-    return spec.family not in _NO_THRESHOLD
+    return _spec(spec).family not in _NO_THRESHOLD
 
 
-def is_geometric(spec: MetricSpec) -> bool:
+def is_geometric(spec: MetricSpec | str) -> bool:
     """Whether the all-queries value is a geometric mean (gm_map), not a mean."""
-    return spec.family == "gm_map"
+    return _spec(spec).family in GEOMETRIC
 
 
 def aggregate(spec: MetricSpec | str, values: Array) -> float:
     """The all-queries value as trec_eval prints it: the exact mean, or for gm_map (whose
-    per-query values are log AP, as pytrec_eval returns them) exp of the mean."""
-    spec = spec if isinstance(spec, MetricSpec) else parse_metric(spec)
-    mean = math.fsum(np.asarray(values, dtype=np.float64).tolist()) / len(values)
+    per-query values are log AP, as pytrec_eval returns them) exp of the mean; NaN for none."""
+    flat = np.asarray(values, dtype=np.float64).ravel().tolist()
+    if not flat:
+        return math.nan
+    mean = math.fsum(flat) / len(flat)
     return math.exp(mean) if is_geometric(spec) else mean
 
 
@@ -171,8 +178,7 @@ class _Kernel:
 
     @cached_property
     def known(self) -> NDArray[np.bool_]:
-        known = self.present if self.r.known is None else self.r.known & self.present
-        return known
+        return self.present if self.r.known is None else self.r.known & self.present
 
     @cached_property
     def n_retrieved(self) -> NDArray[np.int64]:
@@ -388,7 +394,7 @@ def compute(
     kernel = _Kernel(rankings, float(threshold))
     out: dict[str, Array] = {}
     for metric in metrics:
-        spec = metric if isinstance(metric, MetricSpec) else parse_metric(metric)
+        spec = _spec(metric)
         k = spec.k
         if isinstance(k, float):  # a recall level or a multiple of R, not a cut-off
             out[spec.name] = _REAL_KERNELS[spec.family](kernel, k)

@@ -1,6 +1,5 @@
 """trec_eval's measures beyond the common ones, as kernels over a padded batch: bpref, infAP,
-interpolated precision at recall levels, Rprec_mult, and judged@k (ir_measures' Judged@k, with
-a denominator that does not punish short rankings).
+interpolated precision at recall levels, Rprec_mult, and judged@k (ir_measures' Judged@k).
 
 Each takes the arrays :mod:`rag_judge.metrics.retrieval`'s kernel shares, row = query, column =
 rank, and follows trec_eval 9's C code (``m_bpref.c``, ``m_infAP.c``, ``m_iprec_at_recall.c``,
@@ -102,8 +101,9 @@ def rprec_mult(
 
 def judged_at(k: int, known: Mask, n_retrieved: NDArray[np.int64]) -> Array:
     """Share of the top min(k, retrieved) documents that carry a judgment; 0 for an empty
-    ranking. ir_measures' Judged@k divides by k, which a ranking shorter than k cannot reach:
-    here a short ranking is not read as unjudged."""
+    ranking. ir_measures' Judged@k divides by min(k, retrieved) too since 0.3.1 (by k before),
+    but raises ZeroDivisionError on an empty ranking and orders by the float64 score with ties
+    by doc id ascending, not in trec_eval order."""
     top = np.minimum(k, n_retrieved)
     counts = np.cumsum(known, axis=1)
     counts = np.concatenate([np.zeros((len(top), 1), dtype=counts.dtype), counts], axis=1)

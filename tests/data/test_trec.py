@@ -265,7 +265,7 @@ def test_known_defaults_to_every_ranked_document_and_is_checked() -> None:
 def test_max_docs_reads_the_top_in_trec_eval_order() -> None:
     # trec_eval order: d3 (2.0), then the float32 tie d9 > d10 by doc id descending
     run = Run.from_dict({"q": {"d10": 1.0 + 1e-12, "d9": 1.0, "d3": 2.0}})
-    qids, rankings = rankings_for({"q": {"d9": 1, "d10": 0}}, run)
+    _, rankings = rankings_for({"q": {"d9": 1, "d10": 0}}, run)
     got = compute(rankings, ["num_ret", "num_rel_ret", "set_precision", "bpref"], max_docs=2)
     assert got["num_ret"].tolist() == [2.0]
     assert got["num_rel_ret"].tolist() == [1.0]

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from rag_judge.data.ranking import Run, rankings_for
 from rag_judge.errors import ConfigError
-from rag_judge.metrics.retrieval import Rankings, aggregate, compute, parse_metric
+from rag_judge.metrics.retrieval import (
+    Rankings,
+    aggregate,
+    compute,
+    is_geometric,
+    parse_metric,
+    uses_threshold,
+)
 from tests.metrics.test_retrieval_trec_eval import random_collection
 
 LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -125,6 +132,30 @@ def test_canonical_names() -> None:
     assert parse_metric("rprec_mult@2").name == "rprec_mult@2"
     assert parse_metric("11pt_avg").name == "11pt_avg"
     assert compute(Rankings.from_lists([[1]], [[1]]), ["iprec@0.10"]).keys() == {"iprec@0.1"}
+
+
+def test_a_query_judged_only_negatively_is_evaluated() -> None:
+    # pytrec_eval answers zeros or crashes here (trec_eval sizes its grade table by the top
+    # grade), so the random collections avoid it; rag-judge evaluates it as nothing relevant.
+    qids, rankings = rankings_for(
+        {"a": {"d1": -1, "d2": -2}}, Run.from_dict({"a": {"d1": 2.0, "d3": 1.0}})
+    )
+    got = compute(rankings, ["num_ret", "num_rel", "bpref", "infap", "judged@2", "gm_map"])
+    assert qids == ["a"]
+    assert [got[n][0] for n in ["num_ret", "num_rel", "bpref", "infap", "judged@2"]] == [
+        2.0, 0.0, 0.0, 0.0, 0.5,
+    ]  # fmt: skip
+    assert got["gm_map"][0] == math.log(1e-5)
+
+
+def test_aggregate_geometric_and_threshold_markers() -> None:
+    logs = np.log([0.5, 0.125])
+    assert aggregate("gm_map", logs) == pytest.approx(0.25, rel=1e-15)
+    assert aggregate(parse_metric("map"), np.array([0.1, 0.2, 0.3])) == 0.6 / 3
+    assert math.isnan(aggregate("bpref", np.array([])))
+    assert is_geometric("GM_MAP") and not is_geometric(parse_metric("map"))
+    assert [uses_threshold(n) for n in ["ndcg@5", "num_ret", "judged@5", "idcg"]] == [False] * 4
+    assert all(uses_threshold(n) for n in ["bpref", "infap", "iprec@0.5", "num_rel", "gm_map"])
 
 
 grades = st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0]), max_size=12)
