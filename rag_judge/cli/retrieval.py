@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rag_judge.data.ranking import rankings_for
 from rag_judge.data.trec import read_qrels, read_run
 from rag_judge.errors import RagJudgeError
-from rag_judge.metrics.retrieval import aggregate, compute, parse_metric
+from rag_judge.metrics.retrieval import MetricSpec, Rankings, aggregate, compute, parse_metric
 
 __all__ = ["add_parser", "run_retrieval"]
+
+MIN_JUDGED = 0.8  # the retrieval evaluator's min_judged default
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,6 +61,7 @@ def run_retrieval(args: argparse.Namespace) -> int:
         raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
     values = compute(rankings, specs, args.threshold, max_docs=args.max_docs)
     means = {spec.name: aggregate(spec, values[spec.name]) for spec in specs}
+    _warn_if_unjudged(rankings, specs, args.max_docs)
     if args.format == "json":
         out: dict[str, object] = {"metrics": means}
         if args.per_query:
@@ -76,3 +80,20 @@ def run_retrieval(args: argparse.Namespace) -> int:
     for name, mean in means.items():
         print(f"{name:<{width}}\tall\t{mean:.4f}")
     return 0
+
+
+def _warn_if_unjudged(rankings: Rankings, specs: list[MetricSpec], max_docs: int | None) -> None:
+    """On stderr, when the judgments cover under 80% of the top k (judged@k at the deepest
+    cut-off asked for, else 10): the run's unjudged documents count as irrelevant, so stale
+    qrels would read as a worse run."""
+    cuts = [s.k for s in specs if isinstance(s.k, int)]
+    k = max(cuts, default=10)
+    name = f"judged@{k}"
+    judged = aggregate(name, compute(rankings, [name], max_docs=max_docs)[name])
+    if judged < MIN_JUDGED:
+        print(
+            f"rag-judge: warning: judged@{k} is {judged:.3f}: only {judged:.0%} of the top {k} "
+            "documents are in the qrels, and the rest count as irrelevant; stale qrels (an "
+            "index rebuilt since they were made) read as a worse run",
+            file=sys.stderr,
+        )

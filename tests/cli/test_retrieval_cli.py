@@ -72,3 +72,19 @@ def test_bad_max_docs_and_names_exit_2(tmp_path, capsys) -> None:
     assert "max_docs must be a positive integer" in capsys.readouterr().err
     assert main(["retrieval", qrels_path, run_path, "-m", "iprec@2"]) == 2
     assert "recall level must be in [0, 1]" in capsys.readouterr().err
+
+
+def test_stale_qrels_warn_on_stderr(tmp_path, capsys) -> None:
+    # qrels made for the old index: one of the five retrieved ids is still known
+    (tmp_path / "qrels.txt").write_text("q1 0 old 1\nq1 0 gone 2\n")
+    run = "".join(f"q1 Q0 new{r} {r + 1} {10 - r} x\n" for r in range(4)) + "q1 Q0 old 5 1 x\n"
+    (tmp_path / "run.txt").write_text(run)
+    args = ["retrieval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt")]
+    assert main([*args, "-m", "ndcg@5"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rag-judge: warning: judged@5 is 0.200: only 20% of the top 5")
+    assert main([*args, "-m", "ndcg@5", "-M", "4"]) == 0  # the top 4 hold no judged one
+    assert "judged@5 is 0.000" in capsys.readouterr().err
+    (tmp_path / "qrels.txt").write_text("".join(f"q1 0 new{r} 0\n" for r in range(4)))
+    assert main([*args, "-m", "ndcg@5"]) == 0
+    assert capsys.readouterr().err == ""  # 4 of 5 judged: 0.8 is enough
