@@ -31,15 +31,12 @@ from rag_judge.evaluators import EvaluatorResult
 from rag_judge.evaluators.sacre import CHRF_AGGREGATE, TER_AGGREGATE
 from rag_judge.pipeline import summarize
 from rag_judge.report.model import FailureKind, MetricKind
-from tests.metrics.test_lexical import CORPUS
-from tests.metrics.test_lexical import _streams as _padded
+from tests.metrics.test_lexical import (
+    CORPUS,
+    _streams,  # reference streams padded with None
+)
 
 V = sacrebleu.__version__
-
-
-def _streams(refs: list[list[str]]) -> Any:
-    """Reference streams padded with None, which sacrebleu takes but its hints leave out."""
-    return _padded(refs)
 
 
 BROKEN = [

@@ -31,15 +31,13 @@ from rag_judge.metrics.sacre import (
     sentence_ter_from_rows,
     ter_statistics,
 )
-from tests.metrics.test_lexical import CORPUS, WORDS
-from tests.metrics.test_lexical import _streams as _padded
+from tests.metrics.test_lexical import (
+    CORPUS,
+    WORDS,
+    _streams,  # reference streams padded with None
+)
 
 V = sacrebleu.__version__
-
-
-def _streams(refs: list[list[str]]) -> Any:
-    """Reference streams padded with None, which sacrebleu takes but its hints leave out."""
-    return _padded(refs)
 
 
 def _short_corpus(n: int, seed: int) -> tuple[list[str], list[list[str]]]:
