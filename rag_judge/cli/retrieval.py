@@ -10,11 +10,10 @@ from pathlib import Path
 from rag_judge.data.ranking import rankings_for
 from rag_judge.data.trec import read_qrels, read_run
 from rag_judge.errors import RagJudgeError
-from rag_judge.metrics.retrieval import MetricSpec, Rankings, aggregate, compute, parse_metric
+from rag_judge.evaluators.retrieval import MIN_JUDGED
+from rag_judge.metrics.retrieval import MetricSpec, aggregate, compute, parse_metric
 
 __all__ = ["add_parser", "run_retrieval"]
-
-MIN_JUDGED = 0.8  # the retrieval evaluator's min_judged default
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,9 +58,11 @@ def run_retrieval(args: argparse.Namespace) -> int:
     qids, rankings = rankings_for(qrels, run, zero_missing=args.zero_missing)
     if not qids:
         raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
-    values = compute(rankings, specs, args.threshold, max_docs=args.max_docs)
+    coverage = _coverage(specs)  # judged@k, for the stale-qrels warning
+    values = compute(rankings, [*specs, coverage], args.threshold, max_docs=args.max_docs)
+    _warn_if_unjudged(coverage, aggregate(coverage, values[coverage.name]))
+    values = {spec.name: values[spec.name] for spec in specs}
     means = {spec.name: aggregate(spec, values[spec.name]) for spec in specs}
-    _warn_if_unjudged(rankings, specs, args.max_docs)
     if args.format == "json":
         out: dict[str, object] = {"metrics": means}
         if args.per_query:
@@ -82,18 +83,19 @@ def run_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_if_unjudged(rankings: Rankings, specs: list[MetricSpec], max_docs: int | None) -> None:
-    """On stderr, when the judgments cover under 80% of the top k (judged@k at the deepest
-    cut-off asked for, else 10): the run's unjudged documents count as irrelevant, so stale
-    qrels would read as a worse run."""
-    cuts = [s.k for s in specs if isinstance(s.k, int)]
-    k = max(cuts, default=10)
-    name = f"judged@{k}"
-    judged = aggregate(name, compute(rankings, [name], max_docs=max_docs)[name])
+def _coverage(specs: list[MetricSpec]) -> MetricSpec:
+    """judged@k at the deepest cut-off asked for, else 10."""
+    return MetricSpec("judged", max((s.k for s in specs if isinstance(s.k, int)), default=10))
+
+
+def _warn_if_unjudged(coverage: MetricSpec, judged: float) -> None:
+    """On stderr, when the judgments cover under ``MIN_JUDGED`` of the top k: the run's
+    unjudged documents count as irrelevant, so stale qrels would read as a worse run."""
     if judged < MIN_JUDGED:
+        k = coverage.k
         print(
-            f"rag-judge: warning: judged@{k} is {judged:.3f}: only {judged:.0%} of the top {k} "
-            "documents are in the qrels, and the rest count as irrelevant; stale qrels (an "
+            f"rag-judge: warning: {coverage.name} is {judged:.3f}: only {judged:.0%} of the top "
+            f"{k} documents are in the qrels, and the rest count as irrelevant; stale qrels (an "
             "index rebuilt since they were made) read as a worse run",
             file=sys.stderr,
         )

@@ -259,7 +259,7 @@ def _lookup(
         table = np.zeros(space + 1, dtype=np.int8)  # key -1 (never retrieved) lands at the end
         table[keys] = values
         seen = np.zeros(space + 1, dtype=bool)
-        seen[keys[keys >= 0]] = True
+        seen[keys] = True
         return table[want].astype(np.float64), seen[want]
     sort = np.argsort(keys)
     keys, values = keys[sort], values[sort]

@@ -33,6 +33,7 @@ from rag_judge.metrics.retrieval import (
 from rag_judge.report.model import Judgment, MetricKind, Signature
 
 __all__ = [
+    "MIN_JUDGED",
     "RetrievalEvaluator",
     "check_relevance_from",
     "retrieval_signature",
@@ -41,7 +42,9 @@ __all__ = [
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@5", "ndcg_exp@5")
 _GAINED = {"dcg", "idcg", "ndcg", "ndcg_exp"}
-JUDGE_MAPPING = "1-5:0,0,1,2,3"  # relevance_grade: 1,2 -> 0; 3 -> 1; 4 -> 2; 5 -> 3
+# How relevance_grade maps the judge's 1-5 onto 0-3, as the signature writes it: 1-5:0,0,1,2,3
+JUDGE_MAPPING = "1-5:" + ",".join(str(relevance_grade(s)) for s in range(1, 6))
+MIN_JUDGED = 0.8  # below this mean judged@k, a run warns that its labels are stale
 
 
 def retrieval_signature(
@@ -81,7 +84,7 @@ class RetrievalEvaluator(Evaluator):
     overlap: OverlapRule = Field(default_factory=OverlapRule)
     max_docs: int | None = Field(default=None, gt=0)  # trec_eval -M: the top N of each ranking
     judged: bool = True  # add judged@k at the deepest cut-off unless one is listed
-    min_judged: float = Field(default=0.8, ge=0.0, le=1.0)  # warn below this mean judged@k
+    min_judged: float = Field(default=MIN_JUDGED, ge=0.0, le=1.0)  # warn below this mean judged@k
     relevance_from: Literal["context_relevance"] | None = None
     # Prepended to every metric name; None: "" at chunk level, "doc_" at document level, so
     # one config can hold both levels (ndcg@5 beside doc_ndcg@5).

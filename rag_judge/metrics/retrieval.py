@@ -318,7 +318,7 @@ def _set_precision(kn: _Kernel) -> Array:
 
 def _set_f1(kn: _Kernel) -> Array:
     """trec_eval's set_F with beta 1, in its own arithmetic: (b + 1) P R / (b P + R)."""
-    p, r, found = _set_precision(kn), kn.per_relevant(kn.hits_at(None)), kn.hits_at(None)
+    p, r, found = _set_precision(kn), _recall(kn, None), kn.hits_at(None)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = (1.0 + 1.0) * p * r / (1.0 * p + r)
     return np.where(found > 0, f, 0.0)
@@ -362,7 +362,7 @@ _KERNELS: dict[str, Callable[[_Kernel, int | None], Array]] = {
     ),
     "11pt_avg": lambda kn, k: _eleven_point(kn),
     "set_precision": lambda kn, k: _set_precision(kn),
-    "set_recall": lambda kn, k: kn.per_relevant(kn.hits_at(None)),
+    "set_recall": lambda kn, k: _recall(kn, None),
     "set_f1": lambda kn, k: _set_f1(kn),
     "gm_map": lambda kn, k: _gm_map(kn),
     "num_rel": lambda kn, k: kn.n_relevant.copy(),

@@ -33,7 +33,7 @@ from rag_judge.report.model import (
 )
 from rag_judge.report.samples import Column
 
-__all__ = ["Collected", "Step"]
+__all__ = ["Collected", "Step", "read_detail"]
 
 
 @dataclass
@@ -94,6 +94,15 @@ def _detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> 
     return json.dumps(data, ensure_ascii=False).encode()
 
 
+def read_detail(line: bytes) -> tuple[dict[str, Failure], dict[str, Judgment]]:
+    """A spool line as :func:`_detail_line` wrote it (an empty line: nothing)."""
+    if line == b"\n":
+        return {}, {}
+    detail = json.loads(line)
+    errors = {m: Failure.model_validate(f) for m, f in detail["errors"].items()}
+    return errors, {m: Judgment.model_validate(j) for m, j in detail["judgments"].items()}
+
+
 @dataclass
 class Collected:
     """Every step of a run, and the join that makes each sample's result."""
@@ -123,13 +132,9 @@ class Collected:
                     for s, fh in zip(self.steps, spools, strict=True):
                         for metric, column in s.columns.items():
                             scores[metric] = column.get(i)
-                        line = fh.readline()
-                        if line != b"\n":
-                            detail = json.loads(line)
-                            for m, f in detail["errors"].items():
-                                errors[m] = Failure.model_validate(f)
-                            for m, j in detail["judgments"].items():
-                                judgments[m] = Judgment.model_validate(j)
+                        failed, judged = read_detail(fh.readline())
+                        errors.update(failed)
+                        judgments.update(judged)
                     yield SampleResult(
                         id=sample.id, scores=scores, errors=errors, judgments=judgments,
                         sample=sample,

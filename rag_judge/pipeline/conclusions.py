@@ -70,9 +70,9 @@ def coverage_warnings(report: Report, cfg: ExperimentConfig) -> list[ReportWarni
     or re-chunked since they were made) would otherwise read as a retrieval regression."""
     out = []
     for ev in cfg.evaluators:
-        if not isinstance(ev, RetrievalEvaluator) or ev.judged_metric() is None:
+        if not isinstance(ev, RetrievalEvaluator) or (judged := ev.judged_metric()) is None:
             continue
-        metric = ev.name_prefix + str(ev.judged_metric())
+        metric = ev.name_prefix + judged
         mean = report.summary[metric].mean if metric in report.summary else None
         if mean is None or mean >= ev.min_judged:
             continue

@@ -5,13 +5,12 @@ streamed run keeps one chunk in memory."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
-from rag_judge.pipeline.collect import Step
+from rag_judge.pipeline.collect import Step, read_detail
 from rag_judge.report.model import Judgment, MetricKind
 
 __all__ = ["reads_judgments", "with_judgments"]
@@ -40,8 +39,4 @@ def _judgments(step: Step, rubric: str) -> Iterator[Judgment | None]:
     step.spool.flush()
     with step.spool.path.open("rb") as fh:
         for line in fh:
-            if line == b"\n":
-                yield None
-                continue
-            judged = json.loads(line)["judgments"].get(rubric)
-            yield Judgment.model_validate(judged) if judged is not None else None
+            yield read_detail(line)[1].get(rubric)
