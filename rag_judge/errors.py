@@ -7,9 +7,10 @@ import re
 from collections import abc
 from collections.abc import Mapping, Sequence
 from types import UnionType
-from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:  # pydantic is imported where it is used: `rag-judge retrieval` never needs it
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "ConfigError",
@@ -320,6 +321,8 @@ def _bare(annotation: Any) -> Any:
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     bare = _bare(annotation)
     return bare if isinstance(bare, type) and issubclass(bare, BaseModel) else None
 

@@ -10,8 +10,7 @@ from pathlib import Path
 from rag_judge.data.ranking import rankings_for
 from rag_judge.data.trec import read_qrels, read_run
 from rag_judge.errors import RagJudgeError
-from rag_judge.evaluators.retrieval import MIN_JUDGED
-from rag_judge.metrics.retrieval import MetricSpec, aggregate, compute, parse_metric
+from rag_judge.metrics.retrieval import MIN_JUDGED, MetricSpec, aggregate, compute, parse_metric
 
 __all__ = ["add_parser", "run_retrieval"]
 

@@ -3,10 +3,28 @@ and rankings (``rag_judge.data.trec``), and a live target system (``rag_judge.da
 
 Nothing here imports evaluators, the judge, the LLM layer or the report."""
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-from rag_judge.data.jsonl import read_jsonl, write_jsonl
-from rag_judge.data.readers import load_dataset
-from rag_judge.data.sample import Context, Dataset, Sample
+if _typing.TYPE_CHECKING:
+    from rag_judge.data.jsonl import read_jsonl, write_jsonl
+    from rag_judge.data.readers import load_dataset
+    from rag_judge.data.sample import Context, Dataset, Sample
 
 __all__ = ["Context", "Dataset", "Sample", "load_dataset", "read_jsonl", "write_jsonl"]
+
+# Imported on first use (PEP 562): the TREC readers, which live here too, need no pydantic.
+_HOME = {
+    **dict.fromkeys(["Context", "Dataset", "Sample"], "rag_judge.data.sample"),
+    **dict.fromkeys(["read_jsonl", "write_jsonl"], "rag_judge.data.jsonl"),
+    "load_dataset": "rag_judge.data.readers",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'rag_judge.data' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value
+    return value

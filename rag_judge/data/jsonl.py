@@ -11,20 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rag_judge.data._files import read_text
 from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
 from rag_judge.errors import DataError, describe_value, input_problems
 
 __all__ = ["gather_samples", "json_lines", "read_jsonl", "read_lines", "read_text", "write_jsonl"]
-
-
-def read_text(path: Path) -> str:
-    """A UTF-8 text file, with errors that name it."""
-    try:
-        return path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def read_lines(path: Path) -> Generator[str, None, None]:

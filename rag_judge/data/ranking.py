@@ -139,6 +139,16 @@ class Run:
     def first_duplicate(self) -> int | None:
         """Index of the later entry of the first repeated (query, doc) pair, or None."""
         key = self.q * (len(self.doc_ids) + 1) + self.d
+        space = len(self.query_ids) * (len(self.doc_ids) + 1)
+        if space <= _DENSE_LIMIT and len(key) < 1 << 31:
+            # Scatter each entry's position to its key and read it back: a repeated key keeps
+            # one of its positions, so the other reads back wrong. Pages never written are
+            # never touched, and a clean run (the usual case) skips the sort below.
+            at = np.arange(len(key), dtype=np.int32)
+            table = np.empty(space, dtype=np.int32)
+            table[key] = at
+            if np.array_equal(table[key], at):
+                return None
         order = np.argsort(key, kind="stable")
         same = np.flatnonzero(key[order][1:] == key[order][:-1])
         return int(order[same + 1].min()) if len(same) else None

@@ -16,14 +16,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import ne
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
-from rag_judge.data.jsonl import read_text
+from rag_judge.data import _trec_columns as columns
+from rag_judge.data._files import decode, read_bytes
 from rag_judge.data.ranking import Qrels, Run, encode, encode_runs, rankings_for
-from rag_judge.data.sample import Context, Sample
 from rag_judge.errors import DataError
+
+if TYPE_CHECKING:  # the sample model (pydantic) is imported by the functions that build one
+    from rag_judge.data.sample import Sample
 
 __all__ = [
     "Qrels",
@@ -141,18 +144,10 @@ def read_qrels(path: str | Path) -> Qrels:
     Blank lines and ``#`` comment lines are skipped.
     """
     path = Path(path)
-    text = read_text(path)
+    data = read_bytes(path)
     with _no_gc():
-        tokens = _tokens(path, text, _QRELS)
-        qids, docids, raw = tokens[0::4], tokens[2::4], tokens[3::4]
-        try:
-            grades = list(map(int, raw))
-        except ValueError:
-            entry = next(i for i, g in enumerate(raw) if not _is_int(g))
-            raise DataError(
-                f"{path}:{_QRELS.line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
-                "is not an integer"
-            ) from None
+        fast = columns.qrels_columns(data) if columns.available() else None
+        qids, docids, grades = fast or _qrels_fields(path, decode(path, data))
         # Judgments come grouped by query: build each query's dict in one C-level call.
         change = np.fromiter(map(ne, qids[1:], qids[:-1]), dtype=bool, count=max(len(qids) - 1, 0))
         bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(qids)] if qids else [0]
@@ -171,11 +166,26 @@ def read_qrels(path: str | Path) -> Qrels:
         for entry, pair in enumerate(zip(qids, docids)):
             if pair in seen:
                 raise DataError(
-                    f"{path}:{_QRELS.line_of_entry(text, entry)}: query {pair[0]!r} judges doc "
-                    f"{pair[1]!r} twice"
+                    f"{path}:{_QRELS.line_of_entry(decode(path, data), entry)}: query "
+                    f"{pair[0]!r} judges doc {pair[1]!r} twice"
                 )
             seen.add(pair)
     return qrels
+
+
+def _qrels_fields(path: Path, text: str) -> tuple[list[str], list[str], list[int]]:
+    """The exact reader's (qids, docids, grades), naming the line of a bad field."""
+    tokens = _tokens(path, text, _QRELS)
+    raw = tokens[3::4]
+    try:
+        grades = list(map(int, raw))
+    except ValueError:
+        entry = next(i for i, g in enumerate(raw) if not _is_int(g))
+        raise DataError(
+            f"{path}:{_QRELS.line_of_entry(text, entry)}: field 'grade': {raw[entry]!r} "
+            "is not an integer"
+        ) from None
+    return tokens[0::4], tokens[2::4], grades
 
 
 _CHUNK = 1 << 22  # characters of a run file handled at once: bounds the peak of live strings
@@ -183,13 +193,32 @@ _CHUNK = 1 << 22  # characters of a run file handled at once: bounds the peak of
 
 def read_run(path: str | Path, name: str | None = None) -> Run:
     """Read ``qid Q0 docid rank score tag`` lines. As trec_eval does, the rank column and any
-    fields after the tag are ignored, and so are blank lines and ``#`` comment lines.
-
-    The file is handled in slices of whole lines, so at most one slice's fields are alive as
-    Python strings at a time; ids become integer codes as they are read.
-    """
+    fields after the tag are ignored, and so are blank lines and ``#`` comment lines."""
     path = Path(path)
-    text = read_text(path)
+    data = read_bytes(path)
+    fast = columns.run_columns(data) if columns.available() else None
+    if fast is None:
+        text = decode(path, data)
+        del data  # the exact reader holds the text alone
+        fast = _run_fields(path, text)
+    query_ids, q, doc_ids, d, scores, tag = fast
+    if not query_ids:
+        raise DataError(f"{path}: contains no results")
+    dindex = dict(zip(doc_ids, range(len(doc_ids))))
+    run = Run(query_ids, doc_ids, q, d, scores, name or tag, (), dindex)
+    dup = run.first_duplicate()
+    if dup is not None:
+        text = decode(path, read_bytes(path))
+        raise DataError(
+            f"{path}:{_RUN.line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} "
+            f"retrieves doc {run.doc_ids[run.d[dup]]!r} twice"
+        )
+    return run
+
+
+def _run_fields(path: Path, text: str) -> columns.RunColumns:
+    """The exact reader: the text in slices of whole lines, so at most one slice's fields are
+    alive as Python strings at a time; ids become integer codes as they are read."""
     qindex: dict[str, int] = {}
     dindex: dict[str, int] = {}
     q, d, scores = [], [], []
@@ -206,17 +235,9 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
             q.append(encode_runs(tokens[0::6], qindex))
             d.append(encode(tokens[2::6], dindex))
             scores.append(values)
-    if not qindex:
-        raise DataError(f"{path}: contains no results")
-    run = Run(tuple(qindex), tuple(dindex), np.concatenate(q), np.concatenate(d),
-              np.concatenate(scores), name or tag, (), dindex)  # fmt: skip
-    dup = run.first_duplicate()
-    if dup is not None:
-        raise DataError(
-            f"{path}:{_RUN.line_of_entry(text, dup)}: query {run.query_ids[run.q[dup]]!r} "
-            f"retrieves doc {run.doc_ids[run.d[dup]]!r} twice"
-        )
-    return run
+    codes = [np.concatenate(c) if c else np.zeros(0, dtype=np.int64) for c in (q, d)]
+    all_scores = np.concatenate(scores) if scores else np.zeros(0)
+    return tuple(qindex), codes[0], tuple(dindex), codes[1], all_scores, tag
 
 
 def _line_slices(text: str, size: int) -> Iterator[str]:
@@ -298,6 +319,8 @@ def run_from_samples(samples: Sequence[Sample], name: str = "rag-judge") -> Run:
 
 def samples_from_trec(qrels: Qrels, run: Run) -> list[Sample]:
     """One sample per run query, contexts in trec_eval order, with the query's judgments."""
+    from rag_judge.data.sample import Context, Sample
+
     return [
         Sample(
             id=qid,

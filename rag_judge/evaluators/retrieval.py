@@ -22,6 +22,7 @@ from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
 from rag_judge.judge.relevance import relevance_grade
 from rag_judge.metrics.retrieval import (
+    MIN_JUDGED,
     MetricSpec,
     Rankings,
     aggregate,
@@ -44,7 +45,6 @@ DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@
 _GAINED = {"dcg", "idcg", "ndcg", "ndcg_exp"}
 # How relevance_grade maps the judge's 1-5 onto 0-3, as the signature writes it: 1-5:0,0,1,2,3
 JUDGE_MAPPING = "1-5:" + ",".join(str(relevance_grade(s)) for s in range(1, 6))
-MIN_JUDGED = 0.8  # below this mean judged@k, a run warns that its labels are stale
 
 
 def retrieval_signature(

@@ -34,6 +34,7 @@ from rag_judge.metrics import retrieval_trec as trec
 __all__ = [
     "GEOMETRIC",
     "METRIC_FAMILIES",
+    "MIN_JUDGED",
     "MetricSpec",
     "Rankings",
     "aggregate",
@@ -44,6 +45,8 @@ __all__ = [
 ]
 
 Array = NDArray[np.float64]
+
+MIN_JUDGED = 0.8  # below this mean judged@k, a run warns that its labels are stale
 
 # family -> its "@" parameter: a cut-off k required ("yes"), optional ("opt") or not allowed
 # ("no"); a recall level in [0, 1] ("level", iprec@0.1); a multiple of R > 0 ("mult").
