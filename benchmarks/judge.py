@@ -117,24 +117,60 @@ def _timed_run(url: str, requests: list[CompletionRequest], args: argparse.Names
     return asyncio.run(run())
 
 
+def _sdk_alone(url: str, requests: list[CompletionRequest], concurrency: int) -> float:
+    """The reference: the same calls made straight through the SDK as its docs show it
+    (``chat.completions.create`` under a semaphore, the aiohttp client), no engine, no cache:
+    wall seconds, after one warm-up call."""
+    import openai
+
+    async def run() -> float:
+        async with openai.AsyncOpenAI(
+            base_url=url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAioHttpClient()
+        ) as sdk:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(request: CompletionRequest) -> object:
+                async with gate:
+                    return await sdk.chat.completions.create(
+                        model="fake-judge",
+                        messages=[
+                            {"role": m.role, "content": m.content}  # type: ignore[misc]
+                            for m in request.messages
+                        ],
+                        max_tokens=request.max_tokens,
+                        temperature=request.temperature,
+                    )
+
+            await one(judgment(-1))
+            start = time.perf_counter()
+            await asyncio.gather(*map(one, requests))
+            return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
 def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """``--repeat`` cold runs; the median run and the best. Then a rerun of the last cache:
-    zero requests."""
+    """``--repeat`` cold runs, each followed by the reference (the SDK alone); the medians and
+    the best. Then a rerun of the last cache: zero requests."""
     requests = [judgment(i) for i in range(args.n)]
     ideal = args.n / args.concurrency * args.latency
     runs: list[tuple[float, float, int, int]] = []
+    reference: list[float] = []
     with fake_server(args.latency) as url:
         for rep in range(args.repeat):
             cache_path = tmp / f"cache-{rep}.sqlite"
             runs.append(_timed_run(url, requests, args, cache_path))
-        sent = stats(url)["requests"]
+            reference.append(_sdk_alone(url, requests, args.concurrency))
+        seen = stats(url)["requests"]
+        sent = seen - len(reference) * (args.n + 1)  # the engines' own, warm-ups included
         with JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency) as rerun:
             start = time.perf_counter()
             again = rerun.run_sync(requests)
             rerun_wall = time.perf_counter() - start
-        sent_rerun = stats(url)["requests"] - sent
+        sent_rerun = stats(url)["requests"] - seen
     walls = sorted(w for w, _, _, _ in runs)
     median = walls[len(walls) // 2]
+    sdk_median = sorted(reference)[len(reference) // 2]
     out: dict[str, Any] = {
         "judgments": args.n,
         "concurrency": args.concurrency,
@@ -147,6 +183,9 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "wall_s_median": round(median, 3),
         "efficiency_median": round(ideal / median, 3),
         "efficiency_best": round(ideal / walls[0], 3),
+        "sdk_alone_wall_s_median": round(sdk_median, 3),
+        "sdk_alone_efficiency": round(ideal / sdk_median, 3),
+        "ratio_vs_sdk_alone": round(sdk_median / median, 3),
         "client_cpu_ms_per_call": round(
             sorted(c for _, c, _, _ in runs)[len(runs) // 2] / args.n * 1000, 3
         ),
@@ -251,6 +290,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out["throughput"] = throughput(args, Path(tmp))
     print(json.dumps(out["throughput"], indent=2), flush=True)
+    t = out["throughput"]
+    print(
+        f"{t['judgments']} judgments at {t['latency_s']} s, concurrency {t['concurrency']}: "
+        f"ideal {t['ideal_s']} s; reference (openai SDK alone) {t['sdk_alone_wall_s_median']} s "
+        f"(efficiency {t['sdk_alone_efficiency']}); rag-judge engine {t['wall_s_median']} s "
+        f"(efficiency {t['efficiency_median']}, goal >= 0.9 on 16 cores); ratio "
+        f"{t['ratio_vs_sdk_alone']}x; {os.cpu_count()} cores",
+        flush=True,
+    )
     out["engine_only"] = engine_only(args)
     print(json.dumps(out["engine_only"], indent=2), flush=True)
     out["rate_limit"] = rate_limited(args)
