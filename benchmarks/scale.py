@@ -11,6 +11,10 @@ JSONL (generation time and file size reported apart). A config with the evaluato
 would: ``rag-judge run CONFIG --out DIR --overwrite`` in a child process of its own, its stderr
 a pipe, so the CLI prints one line per finished step (``evaluators[1] (rouge): done in 8.9 s``).
 
+Per size up to --reference-max, the reference libraries compute the same retrieval, ROUGE and
+BLEU scores directly (benchmarks/_scale_reference.py), and each step prints the reference's
+seconds, rag-judge's and the ratio.
+
 Reported per run: wall time, samples/s, CPU time, peak RSS (the child's ru_maxrss, from wait4),
 the size of each file written, and per phase its time and the highest RSS sampled during it:
 ``load`` (start-up, imports, reading the dataset: up to the first step), each evaluator (times
@@ -42,6 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scale_data import write_dataset
+from _scale_reference import REFERENCE, print_comparison, reference_times
 
 RETRIEVAL_METRICS = ["precision@5", "recall@10", "mrr", "map", "ndcg@10"]
 RUBRICS = ["faithfulness", "correctness"]
@@ -287,6 +292,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--tmp", type=Path, help="folder for datasets and outputs (default: system)")
     ap.add_argument("--keep", action="store_true", help="keep datasets and reports")
+    ap.add_argument("--reference-max", type=int, default=100_000,
+                    help="time the reference libraries on sizes up to this (0: never)")  # fmt: skip
     args = ap.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     executors = ["local", "ray"] if args.executor == "both" else [args.executor]
@@ -306,6 +313,7 @@ def main() -> None:
 
     runs: list[Run] = []
     data: dict[int, dict[str, float]] = {}
+    references: dict[int, dict[str, float]] = {}
     if not executors:
         print("nothing to run")
         return
@@ -326,6 +334,10 @@ def main() -> None:
                     size = write_dataset(dataset, n, args.seed)
                     data[n] = {"seconds": time.perf_counter() - t0, "bytes": size}
                     print(f"n={n:,}: dataset {size / 1e6:,.1f} MB in {data[n]['seconds']:.1f} s")
+                    if n <= args.reference_max:
+                        references[n] = reference_times(dataset)
+                        took = (f"{REFERENCE[k]} {v:.1f} s" for k, v in references[n].items())
+                        print(f"n={n:,}: reference " + ", ".join(took))
                 work = top / f"run-{n}-{executor}"
                 work.mkdir()
                 cmd = [*cli(), "run", str(write_config(work, dataset))]
@@ -355,6 +367,10 @@ def main() -> None:
         wall = {r.executor: r.wall_s or 0.0 for r in runs if r.n == n and r.status == "ok"}
         if wall.get("local") and wall.get("ray"):
             print(f"n={n:,}: Ray speedup {wall['local'] / wall['ray']:.2f}x (wall, local / ray)")
+    for run in runs:
+        if run.status == "ok" and run.executor == "local" and run.n in references:
+            steps = {_short(phase): seconds for phase, seconds in run.seconds.items()}
+            print_comparison(run.n, references[run.n], steps)
     for executor in executors:
         done = [r for r in runs if r.status == "ok" and r.executor == executor]
         if not done:
@@ -370,6 +386,7 @@ def main() -> None:
             "ray": ray,
             "cli_base_rss_mb": base_mb,
             "datasets": {str(n): d for n, d in data.items()},
+            "reference_s": {str(n): r for n, r in references.items()},
             "runs": [{**asdict(r), "samples_per_s": r.samples_per_s} for r in runs],
         }
         args.json.write_text(json.dumps(result, indent=2) + "\n")
