@@ -6,9 +6,9 @@ The names here are what a user needs; the layers behind them are packages of the
 ``rag_judge.report``, ``rag_judge.analysis`` and ``rag_judge.cli``.
 """
 
-import importlib as _importlib
 import typing as _typing
 
+from rag_judge._lazy import lazy_names as _lazy_names
 from rag_judge._version import __version__
 
 if _typing.TYPE_CHECKING:
@@ -70,13 +70,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rag_judge' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = _lazy_names("rag_judge", _HOME, globals())
 
 
 def __dir__() -> list[str]:

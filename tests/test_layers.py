@@ -15,7 +15,7 @@ PACKAGE = REPO / "rag_judge"
 # Lower layers first. A module may import its own package and anything in a lower layer;
 # nothing in a higher one, and nothing beside it in the same layer (llm and metrics are peers).
 LAYERS: list[tuple[str, ...]] = [
-    ("rag_judge._version", "rag_judge.errors"),
+    ("rag_judge._version", "rag_judge.errors", "rag_judge._lazy"),
     ("rag_judge._async", "rag_judge._progress", "rag_judge.resources", "rag_judge.stats",
      "rag_judge.text"),
     ("rag_judge.data",),

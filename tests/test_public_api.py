@@ -49,7 +49,7 @@ def test_importing_the_package_imports_no_layer() -> None:
         "print(sorted(m for m in sys.modules if m.startswith(('rag_judge.', 'pydantic'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['rag_judge._version']"
+    assert out.stdout.strip() == "['rag_judge._lazy', 'rag_judge._version']"
 
 
 def test_a_public_name_resolves_to_its_home() -> None:

@@ -3,8 +3,9 @@ and rankings (``rag_judge.data.trec``), and a live target system (``rag_judge.da
 
 Nothing here imports evaluators, the judge, the LLM layer or the report."""
 
-import importlib as _importlib
 import typing as _typing
+
+from rag_judge._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from rag_judge.data.jsonl import read_jsonl, write_jsonl
@@ -21,10 +22,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rag_judge.data' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names("rag_judge.data", _HOME, globals())
