@@ -10,13 +10,16 @@ the evaluator's default layer. Wall-clock pairs/s of
   cold    rag-judge with an empty disk cache and fresh process state (no model loaded, empty
           in-memory cache; the model load counts), vs bert_score.score (which loads the model
           on every call) with the same model folder, num_layers and batch size;
-  cached  the same evaluation again with fresh process state, served by the disk cache;
+  cached  the same evaluation again with fresh process state, served by the disk cache (the
+          median of three);
   memory  once more in the same process (in-memory cache).
-Goals: cold >= 1.5x bert-score, cached >= 20x cold. The machine's load average is printed:
-on shared cores the numbers move a lot between runs, so the cold runs of both sides are
-interleaved (``--cold-repeat``) and the median and best are compared. On CPU a last line
-profiles bert-score and reports the share of its time spent in the encoder's matrix products,
-which rag-judge must compute just the same: 1 / that share bounds any same-arithmetic speedup.
+Goals: cold >= 1.2x bert-score at the same fp32 arithmetic (issue 16), cached >= 20x cold.
+The machine's load average is printed: on shared cores the numbers move a lot between runs, so
+the cold runs of both sides are interleaved (``--cold-repeat``, 5 rounds) and compared by
+their medians, by the median of each round's ratio and by their best runs. On CPU two last
+lines profile both sides and report the time each spends in the encoder's matrix products,
+which both must compute just the same: bert-score's wall time over a side's product time
+bounds any same-arithmetic speedup with that side's products.
 """
 
 from __future__ import annotations
@@ -137,18 +140,18 @@ def _load() -> str:
 
 
 def arithmetic_share(run: Callable[[], Any]) -> tuple[float, float]:
-    """(wall seconds, the share of them spent in the encoder's matrix products) of ``run``
-    under cProfile: torch's linear layers plus attention's matmuls, which any fp32 BERTScore
-    must compute just the same. The profiler slows the Python around them, not them, so the
-    share is a lower bound, and 1 / share an upper bound on any same-arithmetic speedup."""
+    """(wall seconds, seconds of them in the encoder's matrix products) of ``run`` under
+    cProfile: the linear layers (torch's, or oneDNN's packed ones) plus attention's batched
+    products, which any fp32 BERTScore must compute just the same. The profiler slows the
+    Python around them, not them, so the products' share of the wall time is a lower bound."""
     profile = cProfile.Profile()
     start = time.perf_counter()
     profile.runcall(run)
     wall = time.perf_counter() - start
-    names = ("torch._C._nn.linear", "scaled_dot_product", "matmul", "bmm")
+    names = ("torch._C._nn.linear", "_linear_pointwise", "scaled_dot_product", "matmul", "bmm")
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     inside = sum(v[2] for k, v in stats.items() if any(n in k[2] for n in names))
-    return wall, inside / wall
+    return wall, inside
 
 
 def padding_share(texts: list[str], layer: int, batch_size: int) -> float:
@@ -201,12 +204,18 @@ def run_once(
                 colds.append(t_cold)
                 encoded = RUNTIME.stats.texts_encoded
         t_cold, t_bs = float(np.median(colds)), float(np.median(bss))
-        fresh_process()
-        t_disk, res2 = _clock(lambda: ev.evaluate(samples))
-        stats = RUNTIME.stats
-        assert stats.forward_calls == 0 and stats.model_loads == 0, stats
+        # A round's two runs are adjacent: their ratio cancels the machine's slower drift.
+        paired = float(np.median([b / c for b, c in zip(bss, colds)]))
+        disks = []
+        for _ in range(3):  # a short run: the median of three
+            fresh_process()
+            t_disk, res2 = _clock(lambda: ev.evaluate(samples))
+            disks.append(t_disk)
+            stats = RUNTIME.stats
+            assert stats.forward_calls == 0 and stats.model_loads == 0, stats
+        t_disk = float(np.median(disks))
         t_mem, _ = _clock(lambda: ev.evaluate(samples))
-        db_mb = sum(x.stat().st_size for x in Path(cache).iterdir()) / 2**20
+        db_mb = sum(x.stat().st_size for x in Path(cache).rglob("*") if x.is_file()) / 2**20
     # Two variants of one run (idf off and on): bert-score encodes everything twice.
     with tempfile.TemporaryDirectory() as cache:
         evs = [BERTScoreEvaluator(device=device, batch_size=batch_size, cache_dir=cache, idf=i)
@@ -226,8 +235,8 @@ def run_once(
     print(
         f"  rag-judge cold   {n / t_cold:8.1f} pairs/s  ({t_cold:.2f} s, {encoded} texts "
         f"encoded, model load included; runs {', '.join(f'{t:.2f}' for t in colds)})  -> "
-        f"{t_bs / t_cold:.2f}x bert-score by medians, {min(bss) / min(colds):.2f}x by best runs "
-        "(goal >= 1.5x)"
+        f"{t_bs / t_cold:.2f}x bert-score by medians, {paired:.2f}x by the median of each "
+        f"round's ratio, {min(bss) / min(colds):.2f}x by best runs (goal >= 1.2x)"
     )
     print(
         f"  cached rerun     {n / t_disk:8.1f} pairs/s  ({t_disk:.3f} s, fresh process state, "
@@ -239,14 +248,28 @@ def run_once(
         f"{n / t_bs_var:.1f} pairs/s ({t_bs_var:.2f} s)  -> {t_bs_var / t_var:.2f}x"
     )
     if device == "cpu":
-        wall, share = arithmetic_share(lambda: theirs(False))
+        wall, inside = arithmetic_share(lambda: theirs(False))
         pad = padding_share(cands + refs, layer, batch_size)
-        bound = 1 / (share * (1 - pad))
+
+        def ours_cold() -> None:
+            fresh_process()
+            with tempfile.TemporaryDirectory() as cache:
+                BERTScoreEvaluator(device=device, batch_size=batch_size, cache_dir=cache).evaluate(
+                    samples
+                )
+
+        wall_ours, inside_ours = arithmetic_share(ours_cold)
         print(
-            f"  bert-score under cProfile: {wall:.2f} s, {share:.0%} of it in the encoder's "
-            f"matrix products (linear layers, attention); rag-judge computes the same ones minus "
-            f"bert-score's padding ({pad:.1%} of its tokens): no fp32 implementation can be more "
-            f"than {bound:.2f}x faster"
+            f"  under cProfile: bert-score {wall:.2f} s, {inside:.2f} s ({inside / wall:.0%}) of "
+            f"it in the encoder's matrix products (linear layers, attention; MKL, {pad:.1%} of "
+            f"its tokens padding); rag-judge {wall_ours:.2f} s, {inside_ours:.2f} s "
+            f"({inside_ours / wall_ours:.0%}) in the same products (oneDNN, packed weights, no "
+            f"padding), {inside / inside_ours:.2f}x faster"
+        )
+        print(
+            f"  same-arithmetic bounds: with bert-score's products, no fp32 implementation can "
+            f"be more than {wall / (inside * (1 - pad)):.2f}x faster than bert-score; with "
+            f"rag-judge's, {wall / inside_ours:.2f}x (everything else free)"
         )
     print(
         f"  agreement with bert-score: max |diff| {diff.max():.2e}; pairs off by > 1e-4: "
@@ -274,7 +297,7 @@ def bertscore_section(args: argparse.Namespace) -> None:
     bert_score.score(["warm up"], ["warm up"], model_type=str(M.resolve_model_dir(M.DEFAULT_MODEL)),
                      num_layers=6, device=device)  # fmt: skip
     for size in sizes:
-        run_once(cands, refs, device, size, repeat=getattr(args, "cold_repeat", 3))
+        run_once(cands, refs, device, size, repeat=getattr(args, "cold_repeat", 5))
 
 
 def layer_study() -> None:
@@ -306,7 +329,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--bertscore-pairs", type=int, default=1000, help="BERTScore pairs")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     ap.add_argument("--batch-sizes", default="64", help="comma-separated, e.g. 64,256")
-    ap.add_argument("--cold-repeat", type=int, default=3, help="interleaved cold runs, each side")
+    ap.add_argument("--cold-repeat", type=int, default=5, help="interleaved cold runs, each side")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "check_layer",
     "hash_model_files",
     "import_torch",
+    "max_tokens",
     "model_depth",
     "packaged_distribution",
     "resolve_model_dir",
@@ -112,6 +113,13 @@ def check_layer(layer: int, total: int, name: str) -> None:
         raise ConfigError(f"num_layers {layer} for model {name!r}: must be between 0 and {total}")
 
 
+def max_tokens(tokenizer: Any) -> int:
+    """The longest input in tokens: the tokenizer's model length, 512 when it states none (a
+    huge sentinel), as bert-score truncates."""
+    limit = int(tokenizer.model_max_length)
+    return limit if limit < 100_000 else 512
+
+
 def _model_files(folder: Path) -> list[Path]:
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in _HASHED_SUFFIXES)
     if not any(f.suffix in {".safetensors", ".bin"} for f in files):
@@ -181,11 +189,13 @@ class ModelStore:
         self.stats = stats
         self._models: dict[tuple[str, int, str, str], Any] = {}
         self._tokenizers: dict[str, Any] = {}
+        self._backends: dict[str, Any] = {}
         self._fingerprints: dict[tuple[tuple[str, int, int], ...], str] = {}
 
     def clear(self) -> None:
         self._models.clear()
         self._tokenizers.clear()
+        self._backends.clear()
         self._fingerprints.clear()
 
     def locate(self, model: str, disk: EmbeddingCache | None = None) -> ModelFiles:
@@ -223,22 +233,50 @@ class ModelStore:
             self._tokenizers[str(folder)] = tok
         return self._tokenizers[str(folder)]
 
+    def backend(self, folder: Path) -> Any | None:
+        """The fast tokenizer's Rust tokenizer, a private copy set up as the tokenizer's own
+        call ``tok(texts, truncation=True, max_length=max_tokens(tok))`` sets its shared one
+        (truncate so, no padding), so a batch is tokenised in one call without transformers'
+        per-text conversion to Python. None for a slow (Python) tokenizer."""
+        if str(folder) not in self._backends:
+            tok = self.tokenizer(folder)
+            shared = getattr(tok, "backend_tokenizer", None) if tok.is_fast else None
+            own = None
+            if shared is not None:
+                from tokenizers import Tokenizer
+
+                own = Tokenizer.from_str(shared.to_str())
+                own.no_padding()
+                own.enable_truncation(
+                    max_tokens(tok), stride=0, strategy="longest_first",
+                    direction=tok.truncation_side,
+                )  # fmt: skip
+            self._backends[str(folder)] = own
+        return self._backends[str(folder)]
+
     def model(self, files: ModelFiles, layer: int, device: str, dtype: str) -> Any:
         """The model cut at ``layer``, on ``device`` (resolved: cpu, cuda, cuda:N) in ``dtype``
-        (fp32, fp16, bf16), in inference mode."""
+        (fp32, fp16, bf16), in inference mode; on the CPU in fp32, sped up with the same
+        arithmetic (:func:`rag_judge.metrics.bertscore.cpu.speed_up`)."""
         cache_key = (str(files.folder), layer, device, dtype)
         if cache_key not in self._models:
             torch = import_torch()
             from transformers import AutoModel
 
+            from rag_judge.metrics.bertscore import cpu
+
+            fast_cpu = device == "cpu" and dtype == "fp32"  # the GPU path keeps SDPA and cuBLAS
+            options = {"attn_implementation": cpu.ATTENTION} if fast_cpu else {}
             with progress.no_library_bars():
-                model = AutoModel.from_pretrained(files.folder, local_files_only=True)
+                model = AutoModel.from_pretrained(files.folder, local_files_only=True, **options)
             if hasattr(model, "encoder") and hasattr(model, "decoder"):
                 model = model.encoder  # encoder-decoder models: the encoder, as bert-score
             _keep_layers(model, layer, files.name)
             if getattr(model, "pooler", None) is not None:
                 model.pooler = None  # BERT's pooler output is unused: skip its compute
             model.to(device=device, dtype=getattr(torch, DTYPES[dtype])).eval()
+            if fast_cpu:
+                cpu.speed_up(model)
             self._models[cache_key] = model
             if self.stats is not None:
                 self.stats.model_loads += 1
