@@ -47,6 +47,7 @@ ROUGE_MEASURES = ("precision", "recall", "f1")
 ROUGE_TOKENIZERS = ("default", "unicode")
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 BLEU_ORDER = 4  # default n-gram order: rows are [sys_len, ref_len, correct_1..4, total_1..4]
+ROUGE_CHUNK = 20_000  # pairs per batch of the ROUGE port
 BLEU_CHUNK = 5_000  # samples per sacrebleu call (BLEU, chrF, TER): bounds its reference cache
 
 # sacrebleu, and nltk for ROUGE's stemmer (via rouge-score), are imported when first used.
@@ -105,7 +106,15 @@ class UnicodeTokenizer:
             self._stem = functools.lru_cache(maxsize=2**16)(porter.PorterStemmer().stem)
 
     def tokenize(self, text: str) -> list[str]:
-        tokens = self._pattern.findall(unicodedata.normalize("NFC", text).lower())
+        return self._stemmed(self._pattern.findall(unicodedata.normalize("NFC", text).lower()))
+
+    def tokenize_many(self, texts: Sequence[str]) -> list[list[str]]:
+        words = rouge.ascii_words(texts)  # ASCII text: this tokenizer is the default's
+        if words is None:
+            return [self.tokenize(t) for t in texts]
+        return words if self._stem is None else [self._stemmed(w) for w in words]
+
+    def _stemmed(self, tokens: list[str]) -> list[str]:
         if self._stem is not None:
             tokens = [self._stem(t) if len(t) > 3 and t.isascii() else t for t in tokens]
         return [t for t in tokens if t]
@@ -142,20 +151,20 @@ def rouge_scores(
         raise ConfigError(f"unknown ROUGE type {bad[0]!r}; choose from: {', '.join(ROUGE_TYPES)}")
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} reference lists")
-    # The port tokenizes each text once and, when neither text has a newline, reuses rougeL's
-    # numbers for rougeLsum (one sentence each: summary-level LCS is plain LCS).
     scorer = rouge.RougeScorer(rouge_types, tokenizer=_rouge_tokenizer(tokenizer, use_stemmer))
-
     n = len(predictions)
     out = {f"{t}_{m}": np.zeros(n, dtype=np.float64) for t in rouge_types for m in ROUGE_MEASURES}
-    for i, (pred, refs) in enumerate(zip(predictions, references, strict=True)):
+    for i, refs in enumerate(references):
         if not refs:
             raise ValueError(f"pair {i} has no reference")
-        best = scorer.score_multi(refs, pred)  # per type, the first reference with the best F
-        for rtype in rouge_types:
-            out[f"{rtype}_precision"][i] = best[rtype].precision
-            out[f"{rtype}_recall"][i] = best[rtype].recall
-            out[f"{rtype}_f1"][i] = best[rtype].fmeasure
+    # In chunks: the batch's arrays stay small (and the scores are per pair, so exact).
+    for start in range(0, n, ROUGE_CHUNK):
+        stop = min(start + ROUGE_CHUNK, n)
+        best = scorer.score_batch(predictions[start:stop], references[start:stop])
+        for rtype, scores in best.items():
+            out[f"{rtype}_precision"][start:stop] = scores.precision
+            out[f"{rtype}_recall"][start:stop] = scores.recall
+            out[f"{rtype}_f1"][start:stop] = scores.fmeasure
     return out
 
 

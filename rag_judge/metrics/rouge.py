@@ -4,9 +4,12 @@ A port of ``rouge_score.rouge_scorer``, ``scoring`` and ``tokenize`` (rouge-scor
 Google Research, Apache License 2.0). rouge-score imports nltk at module level, which pulls in
 scipy, sklearn and pandas (+170 MB, ~2 s per process); here nltk is imported only for the
 Porter stemmer. Every score comes from the same integer counts and the same float operations in
-the same order, so the numbers are bit for bit rouge-score's. What differs is speed: each text
-is tokenized once per pair, the prediction's n-grams are shared by its references, and LCS
-tables are computed a whole column at a time as bit vectors (Hyyrö 2004), not cell by cell.
+the same order, so the numbers are bit for bit rouge-score's. What differs is speed: a batch
+of pairs is scored at once. Each text is tokenized once; n-gram overlaps are counted over
+integer ids for the whole batch (:mod:`rag_judge.metrics._ngrams`); LCS lengths come from
+rapidfuzz's bit-parallel ``LCSseq`` in C++; rougeLsum's union of LCSs, which depends on the
+LCS rouge-score's backtracking picks, computes LCS tables a column at a time as bit vectors
+(Hyyrö 2004) and backtracks as rouge-score does.
 ``split_summaries=True`` (nltk's sentence splitter) is not supported: summaries split on "\\n".
 """
 
@@ -16,16 +19,38 @@ import functools
 import importlib
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol
 
-__all__ = ["FOLLOWS", "DefaultTokenizer", "RougeScorer", "Score", "Tokenizer", "fmeasure"]
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.metrics import _ngrams
+
+__all__ = [
+    "FOLLOWS",
+    "DefaultTokenizer",
+    "RougeScorer",
+    "Score",
+    "ScoreArrays",
+    "Tokenizer",
+    "fmeasure",
+]
 
 FOLLOWS = "0.1.2"  # the rouge-score release whose numbers this port reproduces (signatures say it)
 
 
 class Tokenizer(Protocol):
     def tokenize(self, text: str) -> list[str]: ...
+
+
+def tokenize_all(tokenizer: Tokenizer, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens: the tokenizer's own batch method (``tokenize_many``) if it has one."""
+    many = getattr(tokenizer, "tokenize_many", None)
+    if many is not None:
+        out: list[list[str]] = many(texts)
+        return out
+    return [tokenizer.tokenize(t) for t in texts]
 
 
 class Score(NamedTuple):
@@ -38,6 +63,22 @@ _ZERO = Score(precision=0, recall=0, fmeasure=0)  # rouge-score returns int zero
 _WORD = re.compile(r"[a-z0-9]+")
 _VALID = re.compile(r"^[a-z0-9]+$")
 _TYPE = re.compile(r"rouge[0-9]$")
+# ASCII bytes other than [a-z0-9] become spaces; \x01 (the texts' separator) stays.
+_ASCII_WORDS = bytes(
+    c if chr(c) in "0123456789abcdefghijklmnopqrstuvwxyz\x01" else 32 for c in range(256)
+)
+
+
+def ascii_words(texts: Sequence[str]) -> list[list[str]] | None:
+    """The runs of [a-z0-9] of each lowercased text, when all of them are ASCII once
+    lowercased (else None): one lower, translate and split over the texts joined, which
+    gives what a regex per text gives (lowercasing depends on context only for sigma, which is
+    not ASCII)."""
+    joined = "\x01".join(texts).lower()
+    if not texts or not joined.isascii() or joined.count("\x01") != len(texts) - 1:
+        return None
+    parts = joined.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split("\x01")
+    return [part.split() for part in parts]
 
 
 class DefaultTokenizer:
@@ -57,7 +98,15 @@ class DefaultTokenizer:
             self._stem = functools.lru_cache(maxsize=2**16)(porter.PorterStemmer().stem)
 
     def tokenize(self, text: str) -> list[str]:
-        tokens = _WORD.findall(text.lower())
+        return self._stemmed(_WORD.findall(text.lower()))
+
+    def tokenize_many(self, texts: Sequence[str]) -> list[list[str]]:
+        words = ascii_words(texts)
+        if words is None:
+            return [self.tokenize(t) for t in texts]
+        return words if self._stem is None else [self._stemmed(w) for w in words]
+
+    def _stemmed(self, tokens: list[str]) -> list[str]:
         if self._stem is None:
             return tokens
         stem = self._stem
@@ -72,31 +121,24 @@ def fmeasure(precision: float, recall: float) -> float:
     return 0.0
 
 
-def _create_ngrams(tokens: list[str], n: int) -> Counter[Hashable]:
-    # Keys are tuples as in rouge-score, except unigrams (plain strings): the counts are equal.
-    ngrams: Counter[Hashable] = Counter()
-    ngrams.update(tokens if n == 1 else zip(*(tokens[i:] for i in range(n))))
-    return ngrams
+def _match_masks(ref: list[str]) -> dict[str, int]:
+    """Per token, the bit mask of its positions in ``ref``."""
+    match: dict[str, int] = {}
+    for i, tok in enumerate(ref):
+        match[tok] = match.get(tok, 0) | (1 << i)
+    return match
 
 
-def _score_ngrams(target: Counter[Hashable], prediction: Counter[Hashable]) -> Score:
-    # Integer counts: summing in any order gives rouge-score's exact values.
-    hits = sum(min(c, prediction[g]) for g, c in target.items())
-    precision = hits / max(prediction.total(), 1)
-    recall = hits / max(target.total(), 1)
-    return Score(precision, recall, fmeasure(precision, recall))
-
-
-def _lcs_columns(ref: list[str], can: list[str]) -> list[int]:
+def _lcs_columns(ref: list[str], can: list[str], match: dict[str, int] | None = None) -> list[int]:
     """Columns of rouge-score's ``_lcs_table(ref, can)`` as bit vectors.
 
     Bit i of ``cols[j]`` is set iff ``table[i + 1][j] == table[i][j] + 1``, so
     ``table[i][j] == (cols[j] & ((1 << i) - 1)).bit_count()``. Each column follows from the
     previous one in a few big-integer operations (Hyyrö's bit-parallel LCS), not len(ref) steps.
+    ``match`` is ``_match_masks(ref)``, when the caller has it.
     """
-    match: dict[str, int] = {}
-    for i, tok in enumerate(ref):
-        match[tok] = match.get(tok, 0) | (1 << i)
+    if match is None:
+        match = _match_masks(ref)
     full = (1 << len(ref)) - 1
     v = full  # complement of the column: a zero bit where the table steps up
     cols = [0]
@@ -107,20 +149,11 @@ def _lcs_columns(ref: list[str], can: list[str]) -> list[int]:
     return cols
 
 
-def _score_lcs(target: list[str], prediction: list[str]) -> Score:
-    if not target or not prediction:
-        return _ZERO
-    lcs = _lcs_columns(target, prediction)[-1].bit_count()
-    precision = lcs / len(prediction)
-    recall = lcs / len(target)
-    return Score(precision, recall, fmeasure(precision, recall))
-
-
-def _lcs_indices(ref: list[str], can: list[str]) -> list[int]:
+def _lcs_indices(ref: list[str], can: list[str], match: dict[str, int] | None = None) -> list[int]:
     """rouge-score's ``lcs_ind``: the positions in ``ref`` of one LCS, chosen as its
     ``_backtrack_norec`` chooses (ties move up, i.e. drop a ref token), since rougeLsum's
     union of LCSs depends on which LCS is taken. Positions come out in reverse order."""
-    cols = _lcs_columns(ref, can)
+    cols = _lcs_columns(ref, can, match)
     i, j = len(ref), len(can)
     out: list[int] = []
     while i > 0 and j > 0:
@@ -152,8 +185,10 @@ def _summary_level_lcs(ref_sents: list[list[str]], can_sents: list[list[str]]) -
     hits = 0
     for r in ref_sents:
         union: set[int] = set()
+        match = _match_masks(r)
         for c in can_sents:
-            union.update(_lcs_indices(r, c))
+            if not match.keys().isdisjoint(c):  # else their LCS is empty
+                union.update(_lcs_indices(r, c, match))
         for t in (r[i] for i in sorted(union)):
             if can_left[t] > 0 and ref_left[t] > 0:
                 hits += 1
@@ -164,27 +199,65 @@ def _summary_level_lcs(ref_sents: list[list[str]], can_sents: list[list[str]]) -
     return Score(precision, recall, fmeasure(precision, recall))
 
 
-class _Text:
-    """One text tokenized once: its tokens, its sentences (for rougeLsum), its n-grams."""
+class ScoreArrays(NamedTuple):
+    """Per-prediction precision, recall and F of one ROUGE type."""
 
-    def __init__(self, text: str, tok: Tokenizer, tokens: bool, sentences: bool) -> None:
-        self.tokens: list[str] = tok.tokenize(text) if tokens else []
-        self.sentences: list[list[str]] = []
-        if sentences:
-            if "\n" not in text and tokens:  # one sentence, the whole text: reuse its tokens
-                self.sentences = [self.tokens] if text else []
-            else:  # rouge-score: split on "\n", drop empty lines, tokenize each
-                self.sentences = [tok.tokenize(s) for s in text.split("\n") if s]
-        self._ngrams: dict[int, Counter[Hashable]] = {}
+    precision: NDArray[np.float64]
+    recall: NDArray[np.float64]
+    fmeasure: NDArray[np.float64]
 
-    def ngrams(self, n: int) -> Counter[Hashable]:
-        if n not in self._ngrams:
-            self._ngrams[n] = _create_ngrams(self.tokens, n)
-        return self._ngrams[n]
+
+def _fmeasures(precision: NDArray[np.float64], recall: NDArray[np.float64]) -> ScoreArrays:
+    """:func:`fmeasure` elementwise: the same operations in the same order, so the same bits."""
+    total = precision + recall
+    positive = total > 0
+    f = np.zeros_like(total)
+    np.divide(2 * precision * recall, total, out=f, where=positive)
+    return ScoreArrays(precision, recall, f)
+
+
+def _ratios(
+    hits: NDArray[np.int64], pred: NDArray[np.int64], target: NDArray[np.int64]
+) -> ScoreArrays:
+    """hits / pred and hits / target (0 where a length is 0), with their F."""
+    p = np.zeros(len(hits), dtype=np.float64)
+    r = np.zeros(len(hits), dtype=np.float64)
+    np.divide(hits, pred, out=p, where=pred > 0)
+    np.divide(hits, target, out=r, where=target > 0)
+    return _fmeasures(p, r)
+
+
+_CODE_POINTS = 0x110000 - 0x800  # ids a str can hold as one code point each (no surrogates)
+
+
+def _lcs_lengths(
+    left: Sequence[Sequence[str]], right: Sequence[Sequence[str]]
+) -> NDArray[np.int64]:
+    """LCS length of each pair (left[k], right[k]) through rapidfuzz's bit-parallel LCSseq,
+    on token ids written as one code point each (its fastest input, a str)."""
+    from rapidfuzz.distance import LCSseq
+    from rapidfuzz.process import cpdist
+
+    table = _ngrams.encode([*left, *right])
+    if table.vocab <= _CODE_POINTS:
+        points = table.ids + (table.ids >= 0xD800) * 0x800  # skip the surrogate block
+        whole = points.astype("<u4").tobytes().decode("utf-32-le")
+        ends = (table.starts + table.lengths).tolist()
+        seqs: list[Any] = [whole[a:b] for a, b in zip(table.starts.tolist(), ends)]
+    else:  # more distinct tokens than code points: rapidfuzz hashes lists of ints
+        seqs = [table.ids[a : a + n].tolist() for a, n in zip(table.starts, table.lengths)]
+    if not seqs:
+        return np.zeros(0, dtype=np.int64)
+    lcs = cpdist(seqs[: len(left)], seqs[len(left) :], scorer=LCSseq.similarity, dtype=np.int64)
+    return np.asarray(lcs, dtype=np.int64).reshape(len(left))
 
 
 class RougeScorer:
-    """``rouge_score.rouge_scorer.RougeScorer`` (``split_summaries=False``), same results."""
+    """``rouge_score.rouge_scorer.RougeScorer`` (``split_summaries=False``), same results.
+
+    :meth:`score_batch` scores many predictions at once; ``score`` and ``score_multi`` are
+    batches of one.
+    """
 
     def __init__(
         self,
@@ -199,45 +272,101 @@ class RougeScorer:
                 raise ValueError(f"rougen requires positive n: {rtype}")
         self.rouge_types = list(rouge_types)
         self._tokenizer = tokenizer if tokenizer is not None else DefaultTokenizer(use_stemmer)
-        self._lsum = "rougeLsum" in self.rouge_types
-        self._tokens = any(t != "rougeLsum" for t in self.rouge_types)
-
-    def _prepare(self, text: str) -> _Text:
-        return _Text(text, self._tokenizer, self._tokens, self._lsum)
 
     def score(self, target: str, prediction: str) -> dict[str, Score]:
-        return self._score(self._prepare(target), self._prepare(prediction))
+        return self.score_multi([target], prediction)
 
     def score_multi(self, targets: Sequence[str], prediction: str) -> dict[str, Score]:
         """Per type, the scores against the target with the best F (the first of equals, as
         rouge-score's ``np.argmax``). Raises ValueError without targets, as argmax does."""
-        pred = self._prepare(prediction)
-        per_target = [self._score(self._prepare(t), pred) for t in targets]
-        if not per_target:
+        if not targets:
             raise ValueError("score_multi needs at least one target")
-        return {
-            k: max(per_target, key=lambda s: s[k].fmeasure)[k]  # max keeps the first of equals
-            for k in self.rouge_types
-        }
+        batch = self.score_batch([prediction], [targets])
+        return {k: Score(*(float(a[0]) for a in v)) for k, v in batch.items()}
 
-    def _score(self, target: _Text, pred: _Text) -> dict[str, Score]:
-        out: dict[str, Score] = {}
+    def score_batch(
+        self, predictions: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> dict[str, ScoreArrays]:
+        """``score_multi(references[i], predictions[i])`` for every i, as arrays per type."""
+        counts = np.fromiter(map(len, references), np.int64, len(references))
+        if len(predictions) != len(references):
+            raise ValueError(
+                f"{len(predictions)} predictions but {len(references)} reference lists"
+            )
+        if (counts == 0).any():
+            raise ValueError(f"pair {int(np.argmin(counts))} has no reference")
+        texts = [*predictions, *(t for refs in references for t in refs)]
+        # pair k: prediction pred[k] against target text target[k]; a prediction's pairs are
+        # consecutive, from group[i] on
+        pred = np.repeat(np.arange(len(predictions), dtype=np.int64), counts)
+        target = len(predictions) + np.arange(len(pred), dtype=np.int64)
+        group = np.cumsum(counts) - counts
+        tok = self._tokenizer
+        need = any(t != "rougeLsum" for t in self.rouge_types)
+        whole = tokenize_all(tok, texts) if need else []
+        per_pair = _pair_scores(self.rouge_types, texts, whole, pred, target, tok)
+        out: dict[str, ScoreArrays] = {}
         for rtype in self.rouge_types:
-            if rtype == "rougeL":
-                out[rtype] = _score_lcs(target.tokens, pred.tokens)
-            elif rtype == "rougeLsum":
-                ts, ps = target.sentences, pred.sentences
-                if len(ts) == 1 and len(ps) == 1:
-                    # One sentence each: every token of the one LCS is counted, so summary-level
-                    # LCS is plain LCS; when the sentences are the whole texts, that is rougeL.
-                    whole = ts[0] is target.tokens and ps[0] is pred.tokens
-                    if whole and "rougeL" in out:
-                        out[rtype] = out["rougeL"]
-                    else:
-                        out[rtype] = _score_lcs(ts[0], ps[0])
-                else:
-                    out[rtype] = _summary_level_lcs(ts, ps)
-            else:
-                n = int(rtype[5:])
-                out[rtype] = _score_ngrams(target.ngrams(n), pred.ngrams(n))
+            scores = per_pair[rtype]
+            best = _ngrams.best_of_groups(scores.fmeasure, group)
+            out[rtype] = ScoreArrays(*(a[best] for a in scores))
         return out
+
+
+def _pair_scores(
+    types: Sequence[str],
+    texts: list[str],
+    whole: list[list[str]],
+    pred: NDArray[np.int64],
+    target: NDArray[np.int64],
+    tok: Tokenizer,
+) -> dict[str, ScoreArrays]:
+    """Each type's scores of every (prediction, target) pair."""
+    out: dict[str, ScoreArrays] = {}
+    orders = sorted({int(t[5:]) for t in types if _TYPE.match(t)})
+    if orders:
+        table = _ngrams.encode(whole)
+        for n, (rows, grams) in enumerate(_ngrams.ngram_ids(table, orders[-1]), start=1):
+            if n not in orders:
+                continue
+            width = int(grams.max()) + 1 if len(grams) else 1
+            counts = _ngrams.GramCounts.of(rows, grams, len(texts), width)
+            hits = _ngrams.clipped_matches(counts, target, counts, pred)
+            totals = np.maximum(table.lengths - n + 1, 0)
+            out[f"rouge{n}"] = _ratios(
+                hits, np.maximum(totals[pred], 1), np.maximum(totals[target], 1)
+            )
+    if "rougeL" in types:
+        lengths = np.fromiter(map(len, whole), np.int64, len(whole))
+        lcs = _lcs_lengths([whole[i] for i in pred.tolist()], [whole[i] for i in target.tolist()])
+        out["rougeL"] = _ratios(lcs, lengths[pred], lengths[target])
+    if "rougeLsum" in types:
+        out["rougeLsum"] = _summary_scores(texts, pred, target, tok)
+    return out
+
+
+def _summary_scores(
+    texts: list[str], pred: NDArray[np.int64], target: NDArray[np.int64], tok: Tokenizer
+) -> ScoreArrays:
+    """rougeLsum of every pair: texts split on "\\n" (empty lines dropped) into sentences.
+    A pair of one sentence each is plain LCS (every token of the one LCS counts), computed
+    in bulk; other pairs take the union of LCSs, sentence by sentence."""
+    # rouge-score: split on "\n", drop empty lines, tokenize each (all in one batch here)
+    lines = [[s for s in text.split("\n") if s] for text in texts]
+    line_tokens = iter(tokenize_all(tok, [s for group in lines for s in group]))
+    sents = [[next(line_tokens) for _ in group] for group in lines]
+    p = np.zeros(len(pred), dtype=np.float64)
+    r = np.zeros(len(pred), dtype=np.float64)
+    single = [k for k, (i, j) in enumerate(zip(pred.tolist(), target.tolist()))
+              if len(sents[i]) == 1 and len(sents[j]) == 1]  # fmt: skip
+    if single:
+        left = [sents[i][0] for i in pred[single].tolist()]
+        right = [sents[j][0] for j in target[single].tolist()]
+        lengths = np.fromiter(map(len, left + right), np.int64, 2 * len(single))
+        scores = _ratios(_lcs_lengths(left, right), lengths[: len(left)], lengths[len(left) :])
+        p[single], r[single] = scores.precision, scores.recall
+    rest = np.ones(len(pred), dtype=bool)
+    rest[single] = False
+    for k in np.flatnonzero(rest).tolist():
+        p[k], r[k], _ = _summary_level_lcs(sents[target[k]], sents[pred[k]])
+    return _fmeasures(p, r)
