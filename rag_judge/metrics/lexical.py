@@ -1,9 +1,10 @@
 """ROUGE and BLEU as their reference libraries (rouge-score, sacrebleu) compute them.
 
 ROUGE comes from :mod:`rag_judge.metrics.rouge`, a port of rouge-score's ``RougeScorer`` that
-gives its numbers bit for bit without importing nltk; BLEU from sacrebleu's own sufficient
-statistics and ``BLEU.compute_bleu``. What this module adds is batching, a Unicode-aware ROUGE
-tokenizer, and BLEU statistics a report can bootstrap.
+gives its numbers bit for bit without importing nltk; BLEU from sacrebleu's sufficient
+statistics, counted for a whole batch in arrays (:mod:`rag_judge.metrics._bleu_rows`, equal to
+sacrebleu's row for row), scored by sacrebleu's own ``BLEU.compute_bleu``. What this module adds
+is batching, a Unicode-aware ROUGE tokenizer, and BLEU statistics a report can bootstrap.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
 from rag_judge.metrics import rouge
+from rag_judge.metrics._bleu_rows import bleu_rows
 
 __all__ = [
     "BLEU_ORDER",
@@ -47,8 +49,8 @@ ROUGE_MEASURES = ("precision", "recall", "f1")
 ROUGE_TOKENIZERS = ("default", "unicode")
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 BLEU_ORDER = 4  # default n-gram order: rows are [sys_len, ref_len, correct_1..4, total_1..4]
-ROUGE_CHUNK = 20_000  # pairs per batch of the ROUGE port
-BLEU_CHUNK = 5_000  # samples per sacrebleu call (BLEU, chrF, TER): bounds its reference cache
+LEXICAL_BATCH = 20_000  # pairs per batch of ROUGE and BLEU statistics (bounds their arrays)
+SACREBLEU_CHUNK = 5_000  # samples per sacrebleu call (chrF, TER): bounds its reference cache
 
 # sacrebleu, and nltk for ROUGE's stemmer (via rouge-score), are imported when first used.
 _MISSING_HINT = "it is a dependency of rag-judge: reinstall it (pip install rag-judge)"
@@ -158,8 +160,8 @@ def rouge_scores(
         if not refs:
             raise ValueError(f"pair {i} has no reference")
     # In chunks: the batch's arrays stay small (and the scores are per pair, so exact).
-    for start in range(0, n, ROUGE_CHUNK):
-        stop = min(start + ROUGE_CHUNK, n)
+    for start in range(0, n, LEXICAL_BATCH):
+        stop = min(start + LEXICAL_BATCH, n)
         best = scorer.score_batch(predictions[start:stop], references[start:stop])
         for rtype, scores in best.items():
             out[f"{rtype}_precision"][start:stop] = scores.precision
@@ -240,6 +242,13 @@ def check_bleu_options(
         raise ConfigError(f"max_ngram_order must be an integer >= 1, got {max_ngram_order!r}")
 
 
+def _check_pairs(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    if any(not refs for refs in references):
+        raise ValueError("every hypothesis needs at least one reference")
+
+
 def sacrebleu_rows(
     metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]
 ) -> list[list[Any]]:
@@ -248,10 +257,7 @@ def sacrebleu_rows(
 
     References may vary in number per pair; every pair needs at least one.
     """
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
-    if any(not refs for refs in references):
-        raise ValueError("every hypothesis needs at least one reference")
+    _check_pairs(hypotheses, references)
     if not hypotheses:
         metric.num_refs = 0
         return []
@@ -262,11 +268,11 @@ def sacrebleu_rows(
     width = max(len(refs) for refs in references)
     stats: list[list[Any]] = []
     counts = set()
-    for start in range(0, len(hypotheses), BLEU_CHUNK):
-        refs = references[start : start + BLEU_CHUNK]
+    for start in range(0, len(hypotheses), SACREBLEU_CHUNK):
+        refs = references[start : start + SACREBLEU_CHUNK]
         streams = [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
         stats += metric._extract_corpus_statistics(
-            list(hypotheses[start : start + BLEU_CHUNK]), streams
+            list(hypotheses[start : start + SACREBLEU_CHUNK]), streams
         )
         counts.add(metric.num_refs)
     metric.num_refs = counts.pop() if len(counts) == 1 else -1  # -1: nrefs:var
@@ -303,9 +309,17 @@ def bleu_statistics(
     }
     corpus = bleu.BLEU(**common, effective_order=bool(effective_order))
     sentence = bleu.BLEU(**common, effective_order=effective_order is not False)
-    stats = sacrebleu_rows(corpus, hypotheses, references)
-    sentence.num_refs = corpus.num_refs  # what _cache_references would have set on it
-    rows = np.array(stats, dtype=np.float64).reshape(len(stats), 2 + 2 * max_ngram_order)
+    _check_pairs(hypotheses, references)
+    rows = np.zeros((len(hypotheses), 2 + 2 * max_ngram_order), dtype=np.float64)
+    for start in range(0, len(hypotheses), LEXICAL_BATCH):  # bounds the batch's arrays
+        stop = start + LEXICAL_BATCH
+        rows[start:stop] = bleu_rows(
+            corpus.tokenizer, hypotheses[start:stop], references[start:stop], lowercase,
+            max_ngram_order,
+        )  # fmt: skip
+    counts = {len(refs) for refs in references}
+    # what sacrebleu's _cache_references sets (-1: a variable number, nrefs:var)
+    corpus.num_refs = sentence.num_refs = counts.pop() if len(counts) == 1 else -1
     return BleuStatistics(
         rows=rows,
         sentence=sentence_bleu_from_rows(

@@ -463,7 +463,7 @@ def _texts(errors: dict[str, Failure]) -> dict[str, str]:
 def test_bleu_in_chunks_equals_one_call(
     monkeypatch: pytest.MonkeyPatch, ref_counts: list[int], nrefs: str
 ) -> None:
-    """sacrebleu is called a chunk at a time (its reference cache bounded); the rows and the
+    """Statistics are computed a batch at a time (their arrays bounded); the rows and the
     nrefs of the signature are those of one call over everything, even when every chunk on
     its own has one reference count (the second case's chunks: [2, 2], [1, 1], [1])."""
     import rag_judge.metrics.lexical as lexical
@@ -473,7 +473,7 @@ def test_bleu_in_chunks_equals_one_call(
     hyps = [" ".join(rng.choices(words, k=8)) for _ in ref_counts]
     refs = [[" ".join(rng.choices(words, k=9)) for _ in range(k)] for k in ref_counts]
     whole = bleu_statistics(hyps, refs)
-    monkeypatch.setattr(lexical, "BLEU_CHUNK", 2)
+    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 2)
     chunked = bleu_statistics(hyps, refs)
     np.testing.assert_array_equal(chunked.rows, whole.rows)
     np.testing.assert_array_equal(chunked.sentence, whole.sentence)

@@ -78,7 +78,7 @@ def test_chunks_and_dense_renumbering_change_nothing(monkeypatch: pytest.MonkeyP
     preds = [" ".join(rng.choice(words, rng.integers(0, 30))) for _ in range(120)]
     refs = [[" ".join(rng.choice(words, rng.integers(0, 30)))] * rng.integers(1, 3) for _ in preds]
     whole = rouge_scores(preds, refs)
-    monkeypatch.setattr(lexical, "ROUGE_CHUNK", 7)
+    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 7)
     monkeypatch.setattr(_ngrams, "_DENSE_ABOVE", 0)  # every order renumbered densely
     chunked = rouge_scores(preds, refs)
     assert all(np.array_equal(whole[k], chunked[k]) for k in whole)

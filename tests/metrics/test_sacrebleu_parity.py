@@ -350,7 +350,8 @@ def test_chunked_calls_equal_one_call(
 
     hyps, refs = SHORT
     whole = statistics(hyps, refs)
-    monkeypatch.setattr(lexical, "BLEU_CHUNK", 5)
+    monkeypatch.setattr(lexical, "SACREBLEU_CHUNK", 5)
+    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 5)
     chunked = statistics(hyps, refs)
     np.testing.assert_array_equal(chunked.rows, whole.rows)  # type: ignore[attr-defined]
     np.testing.assert_array_equal(chunked.sentence, whole.sentence)  # type: ignore[attr-defined]
