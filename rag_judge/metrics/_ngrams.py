@@ -20,6 +20,7 @@ __all__ = ["GramCounts", "Tokens", "best_of_groups", "clipped_matches", "encode"
 
 Ints = NDArray[np.int64]
 _DENSE_ABOVE = 2**40  # n-gram ids at or above this are renumbered 0, 1, 2, ...
+_NO_OVERFLOW = 2**62  # an (n-1)-gram id times the vocabulary stays below this
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,20 @@ def ngram_ids(tokens: Tokens, max_order: int) -> list[tuple[Ints, Ints]]:
     for n in range(2, max_order + 1):
         at = np.flatnonzero(room >= n)  # where an n-gram starts: its text has n tokens left
         # the (n-1)-gram starting there (prev lists where those start), then one more token
-        grams = grams[np.searchsorted(prev, at)] * tokens.vocab + tokens.ids[at + n - 1]
-        if len(grams) and int(grams.max()) >= _DENSE_ABOVE:  # renumber densely (a sort)
-            grams = np.unique(grams, return_inverse=True)[1].astype(np.int64, copy=False)
+        grams = grams[np.searchsorted(prev, at)]
+        if len(grams) and (int(grams.max()) + 1) * tokens.vocab >= _NO_OVERFLOW:
+            grams = _dense(grams)  # a huge vocabulary: keep the product below int64's range
+        grams = grams * tokens.vocab + tokens.ids[at + n - 1]
+        if len(grams) and int(grams.max()) >= _DENSE_ABOVE:
+            grams = _dense(grams)
         prev = at
         out.append((text[at], grams))
     return out
+
+
+def _dense(ids: Ints) -> Ints:
+    """The same equalities in ids 0, 1, 2, ... (a sort)."""
+    return np.unique(ids, return_inverse=True)[1].astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,9 @@ def test_chunks_and_dense_renumbering_change_nothing(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_ngrams, "_DENSE_ABOVE", 0)  # every order renumbered densely
     chunked = rouge_scores(preds, refs)
     assert all(np.array_equal(whole[k], chunked[k]) for k in whole)
+    monkeypatch.setattr(_ngrams, "_NO_OVERFLOW", 0)  # also renumbered before each product
+    guarded = rouge_scores(preds, refs)
+    assert all(np.array_equal(whole[k], guarded[k]) for k in whole)
     _check(preds, refs, stem=False)
 
 
