@@ -231,24 +231,27 @@ _CODE_POINTS = 0x110000 - 0x800  # ids a str can hold as one code point each (no
 
 
 def _lcs_lengths(
-    left: Sequence[Sequence[str]], right: Sequence[Sequence[str]]
+    table: _ngrams.Tokens, left: NDArray[np.int64], right: NDArray[np.int64]
 ) -> NDArray[np.int64]:
-    """LCS length of each pair (left[k], right[k]) through rapidfuzz's bit-parallel LCSseq,
-    on token ids written as one code point each (its fastest input, a str)."""
+    """LCS length of texts ``left[k]`` and ``right[k]`` of ``table``, for every k, through
+    rapidfuzz's bit-parallel LCSseq on token ids written as one code point each (its fastest
+    input, a str); each text is converted once, however many pairs it is in."""
     from rapidfuzz.distance import LCSseq
     from rapidfuzz.process import cpdist
 
-    table = _ngrams.encode([*left, *right])
+    if not len(left):
+        return np.zeros(0, dtype=np.int64)
+    ends = (table.starts + table.lengths).tolist()
     if table.vocab <= _CODE_POINTS:
         points = table.ids + (table.ids >= 0xD800) * 0x800  # skip the surrogate block
         whole = points.astype("<u4").tobytes().decode("utf-32-le")
-        ends = (table.starts + table.lengths).tolist()
         seqs: list[Any] = [whole[a:b] for a, b in zip(table.starts.tolist(), ends)]
     else:  # more distinct tokens than code points: rapidfuzz hashes lists of ints
-        seqs = [table.ids[a : a + n].tolist() for a, n in zip(table.starts, table.lengths)]
-    if not seqs:
-        return np.zeros(0, dtype=np.int64)
-    lcs = cpdist(seqs[: len(left)], seqs[len(left) :], scorer=LCSseq.similarity, dtype=np.int64)
+        seqs = [table.ids[a:b].tolist() for a, b in zip(table.starts.tolist(), ends)]
+    lcs = cpdist(
+        [seqs[i] for i in left.tolist()], [seqs[j] for j in right.tolist()],
+        scorer=LCSseq.similarity, dtype=np.int64,
+    )  # fmt: skip
     return np.asarray(lcs, dtype=np.int64).reshape(len(left))
 
 
@@ -324,8 +327,8 @@ def _pair_scores(
     """Each type's scores of every (prediction, target) pair."""
     out: dict[str, ScoreArrays] = {}
     orders = sorted({int(t[5:]) for t in types if _TYPE.match(t)})
+    table = _ngrams.encode(whole)  # shared by ROUGE-N and rougeL
     if orders:
-        table = _ngrams.encode(whole)
         for n, (rows, grams) in enumerate(_ngrams.ngram_ids(table, orders[-1]), start=1):
             if n not in orders:
                 continue
@@ -337,9 +340,8 @@ def _pair_scores(
                 hits, np.maximum(totals[pred], 1), np.maximum(totals[target], 1)
             )
     if "rougeL" in types:
-        lengths = np.fromiter(map(len, whole), np.int64, len(whole))
-        lcs = _lcs_lengths([whole[i] for i in pred.tolist()], [whole[i] for i in target.tolist()])
-        out["rougeL"] = _ratios(lcs, lengths[pred], lengths[target])
+        lcs = _lcs_lengths(table, pred, target)
+        out["rougeL"] = _ratios(lcs, table.lengths[pred], table.lengths[target])
     if "rougeLsum" in types:
         out["rougeLsum"] = _summary_scores(texts, pred, target, tok)
     return out
@@ -362,8 +364,10 @@ def _summary_scores(
     if single:
         left = [sents[i][0] for i in pred[single].tolist()]
         right = [sents[j][0] for j in target[single].tolist()]
-        lengths = np.fromiter(map(len, left + right), np.int64, 2 * len(single))
-        scores = _ratios(_lcs_lengths(left, right), lengths[: len(left)], lengths[len(left) :])
+        table = _ngrams.encode(left + right)
+        first, second = np.arange(len(left)), np.arange(len(left), 2 * len(left))
+        lcs = _lcs_lengths(table, first, second)
+        scores = _ratios(lcs, table.lengths[first], table.lengths[second])
         p[single], r[single] = scores.precision, scores.recall
     rest = np.ones(len(pred), dtype=bool)
     rest[single] = False

@@ -85,6 +85,9 @@ def test_chunks_and_dense_renumbering_change_nothing(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_ngrams, "_NO_OVERFLOW", 0)  # also renumbered before each product
     guarded = rouge_scores(preds, refs)
     assert all(np.array_equal(whole[k], guarded[k]) for k in whole)
+    monkeypatch.setattr(rouge, "_CODE_POINTS", 0)  # LCS over lists of ids, not strings
+    as_lists = rouge_scores(preds, refs)
+    assert all(np.array_equal(whole[k], as_lists[k]) for k in whole)
     _check(preds, refs, stem=False)
 
 
