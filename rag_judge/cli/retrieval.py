@@ -10,7 +10,14 @@ from pathlib import Path
 from rag_judge.data.ranking import rankings_for
 from rag_judge.data.trec import read_qrels, read_run
 from rag_judge.errors import RagJudgeError
-from rag_judge.metrics.retrieval import MIN_JUDGED, MetricSpec, aggregate, compute, parse_metric
+from rag_judge.metrics.retrieval import (
+    MIN_JUDGED,
+    MetricSpec,
+    aggregate,
+    compute,
+    is_count,
+    parse_metric,
+)
 
 __all__ = ["add_parser", "run_retrieval"]
 
@@ -59,14 +66,22 @@ def run_retrieval(args: argparse.Namespace) -> int:
         raise RagJudgeError(f"no query of {args.run} is judged in {args.qrels}")
     coverage = _coverage(specs)  # judged@k, for the stale-qrels warning
     values = compute(rankings, [*specs, coverage], args.threshold, max_docs=args.max_docs)
-    _warn_if_unjudged(coverage, aggregate(coverage, values[coverage.name]))
+    answered = set(run.query_ids) | set(run.empty)
+    missing = {i for i, q in enumerate(qids) if q not in answered}  # only with -c
+    _warn_if_missing(len(missing), len(qids))
+    # judged@k of the rankings the run gave: a missing query is no sign of stale qrels
+    shown = [i for i in range(len(qids)) if i not in missing]
+    if shown:
+        _warn_if_unjudged(coverage, aggregate(coverage, values[coverage.name][shown]))
     values = {spec.name: values[spec.name] for spec in specs}
-    means = {spec.name: aggregate(spec, values[spec.name]) for spec in specs}
+    counts = {spec.name for spec in specs if is_count(spec)}  # trec_eval prints them as integers
+    alls = {spec.name: aggregate(spec, values[spec.name]) for spec in specs}
     if args.format == "json":
-        out: dict[str, object] = {"metrics": means}
+        out: dict[str, object] = {"metrics": {n: _number(n in counts, v) for n, v in alls.items()}}
         if args.per_query:
             out["per_query"] = {
-                q: {name: float(v[i]) for name, v in values.items()} for i, q in enumerate(qids)
+                q: {name: _number(name in counts, float(v[i])) for name, v in values.items()}
+                for i, q in enumerate(qids)
             }
         print(json.dumps(out, indent=2))
         return 0
@@ -75,11 +90,19 @@ def run_retrieval(args: argparse.Namespace) -> int:
     if args.per_query:
         for i, q in enumerate(qids):
             for name, v in values.items():
-                print(f"{name:<{width}}\t{q}\t{v[i]:.4f}")
+                print(f"{name:<{width}}\t{q}\t{_text(name in counts, float(v[i]))}")
     print(f"{'num_q':<{width}}\tall\t{len(qids)}")
-    for name, mean in means.items():
-        print(f"{name:<{width}}\tall\t{mean:.4f}")
+    for name, value in alls.items():
+        print(f"{name:<{width}}\tall\t{_text(name in counts, value)}")
     return 0
+
+
+def _number(count: bool, value: float) -> float | int:
+    return int(value) if count else value
+
+
+def _text(count: bool, value: float) -> str:
+    return str(int(value)) if count else f"{value:.4f}"
 
 
 def _coverage(specs: list[MetricSpec]) -> MetricSpec:
@@ -87,9 +110,21 @@ def _coverage(specs: list[MetricSpec]) -> MetricSpec:
     return MetricSpec("judged", max((s.k for s in specs if isinstance(s.k, int)), default=10))
 
 
+def _warn_if_missing(missing: int, judged: int) -> None:
+    """On stderr, when ``-c`` added judged queries the run does not answer: each scores 0 in
+    every metric (and has no documents to be judged), which is what pulls the numbers down."""
+    if missing:
+        print(
+            f"rag-judge: warning: {missing} of the {judged} judged queries are missing from the "
+            "run; -c counts them as zeros in every metric",
+            file=sys.stderr,
+        )
+
+
 def _warn_if_unjudged(coverage: MetricSpec, judged: float) -> None:
-    """On stderr, when the judgments cover under ``MIN_JUDGED`` of the top k: the run's
-    unjudged documents count as irrelevant, so stale qrels would read as a worse run."""
+    """On stderr, when the judgments cover under ``MIN_JUDGED`` of the top k of the rankings
+    the run gave: the run's unjudged documents count as irrelevant, so stale qrels would read
+    as a worse run."""
     if judged < MIN_JUDGED:
         k = coverage.k
         print(

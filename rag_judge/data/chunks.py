@@ -9,8 +9,12 @@ an index does not make them stale:
   covers the whole document, so every chunk of it overlaps). Each label is one judged unit and
   is credited once, to the highest-ranked chunk that earns it: a chunk's grade is the best
   grade among the labels it newly earns, and a chunk repeating labels already credited (or
-  overlapping none) is judged non-relevant. So recall and nDCG stay within [0, 1]: the ideal
-  ranking is the labels' grades.
+  overlapping none) is judged non-relevant. A chunk that newly earns several labels is one
+  ranked item with that best grade (precision, MRR, nDCG's gain), and every label it earns
+  counts as found (``Graded.extra``): recall is labels earned / labels, so a ranking that
+  finds every label has recall 1 however the spans fall into chunks. Both stay within
+  [0, 1]: the ideal ranking is the labels' grades, one per rank, and taking the best grade
+  (not the sum) keeps a chunk's gain within what the ideal gives its label.
 * **document level**: the ranking is each document at its first occurrence (trec_eval's view
   of a run); a document's grade is its best label.
 
@@ -21,7 +25,7 @@ A chunk counts as judged (``judged@k``) when its document carries any label. Sam
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,6 +72,8 @@ class Graded:
     ranked: list[float]
     known: list[bool]
     ideal: list[float]
+    # (rank index, grade) of each label a chunk earns beyond the one whose grade it carries
+    extra: list[tuple[int, float]] = field(default_factory=list)
 
 
 def graded(sample: Sample, level: Level = "chunk", rule: OverlapRule | None = None) -> Graded:
@@ -90,17 +96,19 @@ def _chunks(contexts: Sequence[Context], qrels: Sequence[Qrel], rule: OverlapRul
     credited: set[int] = set()
     ranked: list[float] = []
     known: list[bool] = []
+    extra: list[tuple[int, float]] = []
     ideal = [q.relevance for q in qrels]
-    for ctx in contexts:
+    for rank, ctx in enumerate(contexts):
         earned = [i for i, q in enumerate(qrels) if i not in credited and rule.earns(ctx, q)]
-        positive = [qrels[i].relevance for i in earned if qrels[i].relevance > 0]
+        positive = sorted(qrels[i].relevance for i in earned if qrels[i].relevance > 0)
         credited.update(i for i in earned if qrels[i].relevance > 0)
         is_known = ctx.doc_id in labelled
-        ranked.append(max(positive) if positive else 0.0)
+        ranked.append(positive[-1] if positive else 0.0)
+        extra += [(rank, grade) for grade in positive[:-1]]  # found too, beside the best
         known.append(is_known)
         if is_known and not positive:
             ideal.append(0.0)  # judged non-relevant by its document's labels (bpref counts it)
-    return Graded(ranked, known, ideal)
+    return Graded(ranked, known, ideal, extra)
 
 
 def _best_by_doc(qrels: Sequence[Qrel]) -> dict[str, float]:

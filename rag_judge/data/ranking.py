@@ -35,12 +35,19 @@ class Rankings:
 
     ``ranked[q, i]`` is the grade of the document at rank ``i + 1`` for query ``q`` (0 when it
     is unjudged); ``judged[q]`` holds every judged grade of query ``q``, in any order.
+
+    ``extra_rank``/``extra_grade`` (chunk level only): the labels a ranked chunk earns beyond
+    the one whose grade it carries, as (rank index, grade) pairs padded with NaN. The ranked
+    item stays one item with its best grade (precision, MRR, nDCG), but each label it earns is
+    one of the R relevant units that recall, R-precision, AP, bpref and infAP count.
     """
 
     ranked: Array
     judged: Array
     # known[q, i]: the document at rank i + 1 carries a judgment (any grade); None: all do.
     known: NDArray[np.bool_] | None = None
+    extra_rank: Array | None = None
+    extra_grade: Array | None = None
 
     def __post_init__(self) -> None:
         if self.ranked.ndim != 2 or self.judged.ndim != 2:
@@ -51,6 +58,15 @@ class Rankings:
             )
         if self.known is not None and self.known.shape != self.ranked.shape:
             raise ValueError(f"known has shape {self.known.shape}, ranked {self.ranked.shape}")
+        if (self.extra_rank is None) != (self.extra_grade is None):
+            raise ValueError("extra_rank and extra_grade come together")
+        if self.extra_rank is not None and self.extra_grade is not None:
+            shape = self.extra_rank.shape
+            if self.extra_grade.shape != shape or len(shape) != 2 or shape[0] != len(self):
+                raise ValueError(
+                    f"extra_rank {shape} and extra_grade {self.extra_grade.shape} must be 2-D "
+                    f"with one row per query ({len(self)})"
+                )
 
     @classmethod
     def from_lists(
@@ -58,18 +74,26 @@ class Rankings:
         ranked: Sequence[Sequence[float]],
         judged: Sequence[Sequence[float]],
         known: Sequence[Sequence[bool]] | None = None,
+        extra: Sequence[Sequence[tuple[int, float]]] | None = None,
     ) -> Rankings:
         """Build a batch from ragged per-query lists of grades (and of whether each ranked
-        document carries a judgment)."""
+        document carries a judgment, and of the further labels a chunk earns: (rank index,
+        grade) pairs)."""
         mask = None
         if known is not None:
             mask = np.nan_to_num(_padded(known), nan=0.0).astype(bool)
-        return cls(_padded(ranked), _padded(judged), mask)
+        if extra is None or not any(extra):
+            return cls(_padded(ranked), _padded(judged), mask)
+        ranks = _padded([[r for r, _ in row] for row in extra])
+        grades = _padded([[g for _, g in row] for row in extra])
+        return cls(_padded(ranked), _padded(judged), mask, ranks, grades)
 
     def top(self, depth: int) -> Rankings:
-        """Only the top ``depth`` of each ranking (trec_eval's ``-M``)."""
+        """Only the top ``depth`` of each ranking (trec_eval's ``-M``); the kernels skip the
+        extra labels of chunks past it."""
         known = None if self.known is None else self.known[:, :depth]
-        return Rankings(self.ranked[:, :depth], self.judged, known)
+        ranked = self.ranked[:, :depth]
+        return Rankings(ranked, self.judged, known, self.extra_rank, self.extra_grade)
 
     def __len__(self) -> int:
         return int(self.ranked.shape[0])

@@ -67,9 +67,13 @@ class _Layout:
     """
 
     name: str
-    width: int
+    fields: tuple[str, ...]
     extra_ok: bool
     indented_comments: bool
+
+    @property
+    def width(self) -> int:
+        return len(self.fields)
 
     def lines(self, text: str) -> Iterator[tuple[int, list[str]]]:
         """(line number, fields) of each data line: the slow path, also for error messages."""
@@ -77,6 +81,17 @@ class _Layout:
             parts = line.split()
             if parts and not (parts[0] if self.indented_comments else line).startswith("#"):
                 yield lineno, parts
+
+    def field_at(self, head: str) -> str:
+        """What a line holds where its text ``head`` ends (a byte that is not UTF-8 follows):
+        ``field 'docid'``, a comment, or a field past the layout's."""
+        parts = head.split()
+        if parts and (parts[0] if self.indented_comments else head).startswith("#"):
+            return "a comment line"
+        index = len(parts) - 1 if head and not head[-1].isspace() else len(parts)
+        if index < self.width:
+            return f"field '{self.fields[index]}'"
+        return f"field {index + 1} (past the {self.width} a line holds)"
 
     def line_of_entry(self, text: str, entry: int) -> int:
         return next(n for i, (n, _) in enumerate(self.lines(text)) if i == entry)
@@ -88,8 +103,18 @@ class _Layout:
             )
 
 
-_QRELS = _Layout("qrels (qid iter docid grade)", 4, extra_ok=False, indented_comments=False)
-_RUN = _Layout("run (qid Q0 docid rank score tag)", 6, extra_ok=True, indented_comments=True)
+_QRELS = _Layout(
+    "qrels (qid iter docid grade)",
+    ("qid", "iter", "docid", "grade"),
+    extra_ok=False,
+    indented_comments=False,
+)
+_RUN = _Layout(
+    "run (qid Q0 docid rank score tag)",
+    ("qid", "Q0", "docid", "rank", "score", "tag"),
+    extra_ok=True,
+    indented_comments=True,
+)
 
 
 def _tokens(path: Path, text: str, layout: _Layout) -> list[str]:
@@ -147,7 +172,7 @@ def read_qrels(path: str | Path) -> Qrels:
     data = read_bytes(path)
     with _no_gc():
         fast = columns.qrels_columns(data) if columns.available() else None
-        qids, docids, grades = fast or _qrels_fields(path, decode(path, data))
+        qids, docids, grades = fast or _qrels_fields(path, decode(path, data, _QRELS.field_at))
         # Judgments come grouped by query: build each query's dict in one C-level call.
         change = np.fromiter(map(ne, qids[1:], qids[:-1]), dtype=bool, count=max(len(qids) - 1, 0))
         bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(qids)] if qids else [0]
@@ -198,7 +223,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     data = read_bytes(path)
     fast = columns.run_columns(data) if columns.available() else None
     if fast is None:
-        text = decode(path, data)
+        text = decode(path, data, _RUN.field_at)
         del data  # the exact reader holds the text alone
         fast = _run_fields(path, text)
     query_ids, q, doc_ids, d, scores, tag = fast

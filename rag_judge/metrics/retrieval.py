@@ -10,6 +10,10 @@ array); averaging is the report's job. Semantics follow trec_eval 9:
 * IDCG comes from every judged grade of the query, retrieved or not; an all-zero ideal gives 0;
 * precision@k divides by k even when fewer than k documents were retrieved; recall, AP and
   R-precision divide by the number of relevant documents, and are 0 when there are none;
+* at chunk level a chunk may earn several labels (``Rankings.extra_*``): it is one ranked item
+  (precision, MRR, hit rate, nDCG, rprec_mult), but each relevant label it earns is one found
+  unit of the R (recall, R-precision, num_rel_ret, iprec's recall levels) and adds its rank's
+  term to the sums over relevant units (AP, bpref, infAP); without extras this is trec_eval's;
 * bpref and infAP read which ranked documents carry a judgment (``Rankings.known``): an
   unjudged one is skipped, a judged one graded below 0 is "in the pool but unjudged", as
   trec_eval's RELVALUE_NONPOOL and RELVALUE_UNJUDGED;
@@ -32,6 +36,7 @@ from rag_judge.errors import ConfigError
 from rag_judge.metrics import retrieval_trec as trec
 
 __all__ = [
+    "COUNTS",
     "GEOMETRIC",
     "METRIC_FAMILIES",
     "MIN_JUDGED",
@@ -39,6 +44,7 @@ __all__ = [
     "Rankings",
     "aggregate",
     "compute",
+    "is_count",
     "is_geometric",
     "parse_metric",
     "uses_threshold",
@@ -78,6 +84,7 @@ METRIC_FAMILIES: dict[str, str] = {
 }
 _NO_THRESHOLD = {"dcg", "idcg", "ndcg", "ndcg_exp", "num_ret", "judged"}
 GEOMETRIC = frozenset({"gm_map"})  # families whose all-queries value is exp(mean)
+COUNTS = frozenset({"num_rel", "num_rel_ret", "num_ret"})  # all-queries value: the sum
 _NAME = re.compile(r"^(?P<family>[a-z0-9_]+)(?:@(?P<k>[^@]*))?$")
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map
 ELEVEN_POINTS = tuple(i / 10 for i in range(11))
@@ -157,12 +164,20 @@ def is_geometric(spec: MetricSpec | str) -> bool:
     return _spec(spec).family in GEOMETRIC
 
 
+def is_count(spec: MetricSpec | str) -> bool:
+    """Whether the metric is one of trec_eval's counts, whose all-queries value is the sum."""
+    return _spec(spec).family in COUNTS
+
+
 def aggregate(spec: MetricSpec | str, values: Array) -> float:
-    """The all-queries value as trec_eval prints it: the exact mean, or for gm_map (whose
+    """The all-queries value as trec_eval prints it: the exact mean; for the counts (num_rel,
+    num_rel_ret, num_ret) the sum, as trec_eval and pytrec_eval total them; for gm_map (whose
     per-query values are log AP, as pytrec_eval returns them) exp of the mean; NaN for none."""
     flat = np.asarray(values, dtype=np.float64).ravel().tolist()
     if not flat:
         return math.nan
+    if is_count(spec):
+        return math.fsum(flat)
     mean = math.fsum(flat) / len(flat)
     return math.exp(mean) if is_geometric(spec) else mean
 
@@ -231,6 +246,44 @@ class _Kernel:
     def hits_at(self, k: int | None) -> Array:
         return self.hits[:, self.cut(k)].astype(np.float64)
 
+    @cached_property
+    def units(self) -> NDArray[np.int64] | None:
+        """Relevant labels earned at each rank (1 per relevant item, plus the further labels
+        a chunk earns), or None when no item earns more than one (every TREC run)."""
+        extra_rank, extra_grade = self.r.extra_rank, self.r.extra_grade
+        if extra_rank is None or extra_grade is None:
+            return None
+        with np.errstate(invalid="ignore"):  # NaN padding compares False
+            keep = (extra_grade >= self.threshold) & (extra_rank < self.depth)
+        if not keep.any():
+            return None
+        out = self.relevant.astype(np.int64)
+        rows, cols = np.nonzero(keep)
+        np.add.at(out, (rows, extra_rank[rows, cols].astype(np.intp)), 1)
+        return out
+
+    @cached_property
+    def found(self) -> NDArray[np.int64]:
+        """found[:, i] = relevant labels earned in the top i: ``hits`` unless a chunk earns
+        several (recall's numerator)."""
+        if self.units is None:
+            return self.hits
+        cum = np.cumsum(self.units, axis=1)
+        return np.concatenate([np.zeros((len(self.r), 1), dtype=np.int64), cum], axis=1)
+
+    def found_at(self, k: int | None) -> Array:
+        return self.found[:, self.cut(k)].astype(np.float64)
+
+    def per_unit(self, per_item: Array) -> Array:
+        """A per-relevant-item term weighted by the labels each item earns (unchanged, and
+        not multiplied, when none earns several: trec_eval's arithmetic bit for bit)."""
+        return per_item if self.units is None else per_item * self.units
+
+    def rows(self, per_item: Array) -> Array:
+        """Row sums of a per-relevant-item term, each counted once per label its item earns:
+        the row sum bpref and infAP take."""
+        return _row_sums(self.per_unit(per_item))
+
     def cut(self, k: int | None) -> int:
         return int(self.depth) if k is None else min(k, int(self.depth))
 
@@ -284,7 +337,7 @@ def _precision(kn: _Kernel, k: int | None) -> Array:
 
 
 def _recall(kn: _Kernel, k: int | None) -> Array:
-    return kn.per_relevant(kn.hits_at(k))
+    return kn.per_relevant(kn.found_at(k))
 
 
 def _f1(kn: _Kernel, k: int | None) -> Array:
@@ -305,13 +358,13 @@ def _mrr(kn: _Kernel, k: int | None) -> Array:
 
 
 def _map(kn: _Kernel, k: int | None) -> Array:
-    return kn.per_relevant(_row_sums(kn.precision_at_rank[:, : kn.cut(k)]))
+    return kn.per_relevant(_row_sums(kn.per_unit(kn.precision_at_rank)[:, : kn.cut(k)]))
 
 
 def _r_precision(kn: _Kernel, k: int | None) -> Array:
     r = np.minimum(kn.n_relevant, kn.depth).astype(np.int64)
-    hits = np.take_along_axis(kn.hits, r[:, None], axis=1)[:, 0].astype(np.float64)
-    return kn.per_relevant(hits)
+    found = np.take_along_axis(kn.found, r[:, None], axis=1)[:, 0].astype(np.float64)
+    return kn.per_relevant(found)
 
 
 def _set_precision(kn: _Kernel) -> Array:
@@ -336,7 +389,7 @@ def _gm_map(kn: _Kernel) -> Array:
 def _eleven_point(kn: _Kernel) -> Array:
     total = np.zeros(len(kn.r))
     for level in reversed(ELEVEN_POINTS):  # trec_eval's order: from recall 1.0 down
-        total += trec.iprec(level, kn.hits, kn.present, kn.n_relevant)
+        total += trec.iprec(level, kn.hits, kn.present, kn.n_relevant, kn.found)
     return total / len(ELEVEN_POINTS)
 
 
@@ -358,10 +411,10 @@ _KERNELS: dict[str, Callable[[_Kernel, int | None], Array]] = {
     "ndcg": _ndcg,
     "ndcg_exp": lambda kn, k: _ndcg(kn, k, exponential=True),
     "bpref": lambda kn, k: trec.bpref(
-        kn.relevant, kn.judged_nonrelevant, kn.n_relevant, kn.n_nonrelevant, _row_sums
+        kn.relevant, kn.judged_nonrelevant, kn.n_relevant, kn.n_nonrelevant, kn.rows
     ),
     "infap": lambda kn, k: trec.infap(
-        kn.relevant, kn.judged_nonrelevant, kn.pooled_unjudged, kn.n_relevant, _row_sums
+        kn.relevant, kn.judged_nonrelevant, kn.pooled_unjudged, kn.n_relevant, kn.rows
     ),
     "11pt_avg": lambda kn, k: _eleven_point(kn),
     "set_precision": lambda kn, k: _set_precision(kn),
@@ -369,12 +422,12 @@ _KERNELS: dict[str, Callable[[_Kernel, int | None], Array]] = {
     "set_f1": lambda kn, k: _set_f1(kn),
     "gm_map": lambda kn, k: _gm_map(kn),
     "num_rel": lambda kn, k: kn.n_relevant.copy(),
-    "num_rel_ret": lambda kn, k: kn.hits_at(None),
+    "num_rel_ret": lambda kn, k: kn.found_at(None),
     "num_ret": lambda kn, k: kn.n_retrieved.astype(np.float64),
     "judged": lambda kn, k: trec.judged_at(k or 0, kn.known, kn.n_retrieved),
 }
 _REAL_KERNELS: dict[str, Callable[[_Kernel, float], Array]] = {
-    "iprec": lambda kn, x: trec.iprec(x, kn.hits, kn.present, kn.n_relevant),
+    "iprec": lambda kn, x: trec.iprec(x, kn.hits, kn.present, kn.n_relevant, kn.found),
     "rprec_mult": lambda kn, x: trec.rprec_mult(x, kn.hits, kn.n_retrieved, kn.n_relevant),
 }
 

@@ -19,7 +19,9 @@ __all__ = ["bpref", "infap", "iprec", "judged_at", "rprec_mult"]
 
 Array = NDArray[np.float64]
 Mask = NDArray[np.bool_]
-RowSum = Callable[[Array], Array]  # the caller's left-to-right row sum (batch-independent)
+# The caller's left-to-right row sum (batch-independent), which at chunk level also counts a
+# chunk's term once per label it earns.
+RowSum = Callable[[Array], Array]
 INFAP_EPSILON = 0.00001
 
 
@@ -70,10 +72,19 @@ def _cutoffs(x: float, n_relevant: Array) -> NDArray[np.int64]:
     return np.trunc(x * n_relevant + 0.9).astype(np.int64)
 
 
-def iprec(level: float, hits: NDArray[np.int64], present: Mask, n_relevant: Array) -> Array:
+def iprec(
+    level: float,
+    hits: NDArray[np.int64],
+    present: Mask,
+    n_relevant: Array,
+    found: NDArray[np.int64] | None = None,
+) -> Array:
     """Interpolated precision at recall ``level``: the best precision at any rank from the one
     where the ``c``-th relevant document is found on, c = (long) (level * R + 0.9); 0 when fewer
-    than c relevant documents were retrieved. ``hits[:, i]`` = relevant in the top i."""
+    than c relevant documents were retrieved. ``hits[:, i]`` = relevant in the top i;
+    ``found[:, i]`` = relevant labels earned in the top i where a chunk earns several (the
+    recall levels count labels, the precision counts ranked items), else ``hits``."""
+    found_at = hits if found is None else found
     n, depth = present.shape
     if depth == 0:
         return np.zeros(n)
@@ -81,12 +92,12 @@ def iprec(level: float, hits: NDArray[np.int64], present: Mask, n_relevant: Arra
     precision = np.where(present, hits[:, 1:] / ranks, 0.0)
     best_from = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
     cut = _cutoffs(level, n_relevant)
-    found = hits[:, -1]
+    total = found_at[:, -1]
     # rank index of the c-th relevant document (c = 0: the whole ranking's best)
-    at = np.argmax(hits[:, 1:] >= np.maximum(cut, 1)[:, None], axis=1)
+    at = np.argmax(found_at[:, 1:] >= np.maximum(cut, 1)[:, None], axis=1)
     at = np.where(cut == 0, 0, at)
     value: Array = best_from[np.arange(n), at]
-    return np.where((cut <= found) & (found > 0), value, 0.0)
+    return np.where((cut <= total) & (total > 0), value, 0.0)
 
 
 def rprec_mult(

@@ -88,3 +88,45 @@ def test_stale_qrels_warn_on_stderr(tmp_path, capsys) -> None:
     (tmp_path / "qrels.txt").write_text("".join(f"q1 0 new{r} 0\n" for r in range(4)))
     assert main([*args, "-m", "ndcg@5"]) == 0
     assert capsys.readouterr().err == ""  # 4 of 5 judged: 0.8 is enough
+
+
+def test_counts_are_integer_sums_as_trec_eval_prints_them(tmp_path, capsys) -> None:
+    """trec_eval's all line sums the counts (its own test files: ``num_ret all 1500``, three
+    queries of 500); they printed as a mean, ``500.0000``."""
+    qrels_path, run_path, qrels, run = files(tmp_path)
+    counts = ["num_rel", "num_rel_ret", "num_ret"]
+    ref = pytrec_eval.RelevanceEvaluator(qrels, set(counts)).evaluate(run)
+    total = {m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in ref.values()])
+             for m in counts}  # fmt: skip
+    assert total["num_ret"] > max(v["num_ret"] for v in ref.values())  # a sum, not a mean
+    args = ["retrieval", qrels_path, run_path, "--per-query"]
+    args += [a for m in counts for a in ("-m", m)]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"] == {m: int(total[m]) for m in counts}
+    assert all(type(v) is int for q in out["per_query"].values() for v in q.values())
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [x for x in lines if "\tall\t" in x][1:] == [
+        f"{m:<11}\tall\t{int(total[m])}" for m in counts
+    ]
+    q = next(iter(ref))
+    assert f"num_ret    \t{q}\t{int(ref[q]['num_ret'])}" in lines
+
+
+def test_c_names_the_missing_queries_not_stale_qrels(tmp_path, capsys) -> None:
+    """-c with judged queries the run lacks: their empty rankings are no sign of stale qrels,
+    and what pulls the numbers down is said instead."""
+    (tmp_path / "qrels.txt").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(5)))
+    (tmp_path / "run.txt").write_text("q0 Q0 d0 1 2 x\nq1 Q0 d1 1 2 x\n")  # q2..q4 missing
+    args = ["retrieval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "-m", "map"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "map\tall\t1.0000" in captured.out  # without -c: q0, q1
+    assert main([*args, "-c"]) == 0
+    captured = capsys.readouterr()
+    assert "map\tall\t0.4000" in captured.out
+    assert captured.err == (
+        "rag-judge: warning: 3 of the 5 judged queries are missing from the run; -c counts "
+        "them as zeros in every metric\n"
+    )  # and no judged@10 warning: every document the run gave is judged

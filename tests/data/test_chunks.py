@@ -138,6 +138,59 @@ def test_credit_is_bounded_by_the_labels(labels, chunks, min_chars):
     assert len(g.ranked) == len(ctx) and all(g.known)
 
 
+def test_a_chunk_over_two_spans_keeps_the_other_as_found():
+    chunks = [{"doc_id": "A", "start": 150, "end": 260}, {"doc_id": "A", "start": 0, "end": 300}]
+    g = graded(sample(chunks, QRELS))
+    assert g.ranked == [2.0, 0.0] and g.extra == [(0, 1.0)]  # the grade-1 span, at rank 1
+
+
+BOUNDED = ["recall@3", "recall@20", "r_precision", "map", "map@3", "set_recall", "set_f1",
+           "f1@3", "bpref", "infap", "iprec@0.5", "iprec@1", "11pt_avg", "ndcg", "ndcg_exp@3",
+           "precision@3", "mrr", "rprec_mult@0.4"]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    queries=st.lists(
+        st.tuples(
+            st.lists(st.tuples(spans, st.integers(0, 3)), min_size=1, max_size=5),
+            st.lists(spans, max_size=12),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    threshold=st.sampled_from([1, 2, 3]),
+    max_docs=st.sampled_from([None, 1, 4]),
+)
+def test_chunk_metrics_count_labels_and_stay_in_unit_interval(queries, threshold, max_docs):
+    """However spans fall into chunks: recall over the whole ranking is the share of relevant
+    labels that some retrieved chunk earns (counted here by brute force), num_rel_ret never
+    exceeds num_rel, every bounded metric stays in [0, 1], and a batch equals its queries one
+    at a time."""
+    from rag_judge.evaluators.retrieval import RetrievalEvaluator
+
+    batch = []
+    for labels, chunks in queries:
+        qrels = [{"doc_id": "A", "start": s, "end": s + n, "relevance": g} for (s, n), g in labels]
+        ctx = [{"doc_id": "A", "start": s, "end": s + n} for s, n in chunks]
+        batch.append(sample(ctx, qrels))
+    metrics = [*BOUNDED, "num_rel_ret", "num_rel"]
+    ev = RetrievalEvaluator(metrics=metrics, relevance_threshold=threshold, max_docs=max_docs)
+    together = ev.evaluate(batch).scores
+    rule = OverlapRule()
+    for i, s in enumerate(batch):
+        alone = ev.evaluate([s]).scores
+        assert {m: v[i] for m, v in together.items()} == {m: v[0] for m, v in alone.items()}
+        relevant = [q for q in s.qrels or () if q.relevance >= threshold]
+        top = s.contexts[:max_docs]
+        earned = sum(1 for q in relevant if any(rule.earns(c, q) for c in top))
+        want = earned / len(relevant) if relevant else 0.0
+        assert alone["set_recall"][0] == pytest.approx(want, abs=1e-15)
+        assert alone["num_rel_ret"][0] == earned and alone["num_rel"][0] == len(relevant)
+        for m in BOUNDED:
+            assert 0.0 <= alone[m][0] <= 1.0 + 1e-12, m
+
+
 def test_qrels_and_offsets_read_from_csv_and_jsonl(tmp_path):
     import csv
     import json

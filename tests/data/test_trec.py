@@ -156,6 +156,27 @@ def test_bad_run_lines_are_named_counting_comment_lines(
     assert str(err.value).startswith(str(path))
 
 
+@pytest.mark.parametrize(
+    ("read", "data", "needle"),
+    [
+        (read_qrels, b"q1 0 d1 1\nq1 0 caf\xe9 1\n", ":2: field 'docid': not UTF-8 .* column 9,"),
+        (read_qrels, b"# c\r\nq1 0 d1 1\r\nq\xff 0 d2 1\r\n", ":3: field 'qid': not UTF-8"),
+        (read_qrels, b"q1 0 d1 1\n# \xe9t\xe9\n", ":2: a comment line: not UTF-8"),
+        (read_run, b"q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4 \xfft\n", ":2: field 'tag': not UTF-8"),
+        (read_run, b"q1 Q0 d1 1 0.5 \xc3\xa9t \xff\n", ":1: field 7 \\(past the 6 a line"),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_named_by_line_and_field(
+    tmp_path: Path, read, data: bytes, needle: str
+) -> None:
+    """Before: ``qrels.txt: not UTF-8 text (invalid continuation byte at byte 19)``."""
+    path = tmp_path / "trec.txt"
+    path.write_bytes(data)
+    with pytest.raises(DataError, match=needle) as err:
+        read(path)
+    assert str(err.value).startswith(f"{path}:")
+
+
 # --- the fast path --------------------------------------------------------------------------
 
 

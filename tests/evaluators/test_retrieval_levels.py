@@ -146,6 +146,72 @@ def test_gm_map_summary_is_the_geometric_mean():
     assert "|agg:geometric|" in report.signatures["gm_map"].render()
 
 
+def test_count_summaries_are_sums():
+    """num_rel, num_rel_ret and num_ret total over the queries, as trec_eval's all line."""
+    samples = [
+        Sample(id="a", contexts=[{"id": "x"}, {"id": "y"}], relevance={"y": 1, "z": 2}),
+        Sample(id="b", contexts=[{"id": "x"}, {"id": "w"}, {"id": "v"}], relevance={"x": 1}),
+    ]
+    counts = ["num_rel", "num_rel_ret", "num_ret"]
+    cfg = ExperimentConfig(evaluators=[{"type": "retrieval", "metrics": [*counts, "map"]}])
+    report = Pipeline(cfg).run(samples).report
+    assert {m: report.summary[m].mean for m in counts} == {
+        "num_rel": 3.0, "num_rel_ret": 2.0, "num_ret": 5.0,
+    }  # fmt: skip
+    for m in counts:
+        summary = report.summary[m]
+        assert summary.aggregate == "sum" and summary.scale == (0.0, None)
+        assert summary.ci_low is not None and summary.ci_high is not None
+        assert summary.ci_low <= summary.mean <= summary.ci_high  # resampled sums
+        assert "|agg:sum|" in report.signatures[m].render()
+    assert report.summary["map"].aggregate == "mean"
+    assert "agg:" not in report.signatures["map"].render()
+
+
+# ---- a chunk that earns several labels --------------------------------------------------------
+
+# Five labels: two spans of document A and the documents B, C, D. The first chunk holds both
+# spans of A; the next three are B, C, D; six unlabelled chunks follow. Every label is found.
+FIVE = [
+    {"doc_id": "A", "start": 0, "end": 10, "relevance": 1},
+    {"doc_id": "A", "start": 20, "end": 30, "relevance": 2},
+    *({"doc_id": d, "relevance": 1} for d in "BCD"),
+]
+PACKED = Sample.model_validate({
+    "id": "q", "qrels": FIVE,
+    "contexts": [{"doc_id": "A", "start": 0, "end": 40}, *({"doc_id": d} for d in "BCD"),
+                 *({"doc_id": f"X{i}"} for i in range(6))],
+})  # fmt: skip
+
+
+def test_a_chunk_earning_two_labels_finds_both():
+    """Recall is labels earned / labels: 1, not 4 relevant chunks / 5 labels = 0.8."""
+    metrics = ["recall@10", "r_precision", "set_recall", "num_rel_ret", "num_rel", "map",
+               "bpref", "iprec@1", "precision@10", "mrr", "ndcg@10", "rprec_mult@1"]  # fmt: skip
+    scores = RetrievalEvaluator(metrics=metrics).evaluate([PACKED]).scores
+    got = {m: v[0] for m, v in scores.items()}
+    assert got["recall@10"] == 1.0 and got["set_recall"] == 1.0  # were 0.8
+    assert got["r_precision"] == 1.0  # the top R = 5 chunks earn all 5 labels
+    assert got["num_rel_ret"] == 5.0 and got["num_rel"] == 5.0
+    assert got["map"] == 1.0 and got["bpref"] == 1.0 and got["iprec@1"] == 1.0
+    # as ranked items the four relevant chunks count once each
+    assert got["precision@10"] == 0.4 and got["mrr"] == 1.0 and got["rprec_mult@1"] == 0.8
+    # the gain rule: the chunk's gain is its best label's grade (2), the ideal gives each
+    # label its own rank, so packing two labels into one chunk cannot reach nDCG 1
+    dcg = 2 + sum(1 / math.log2(r + 1) for r in (2, 3, 4))
+    idcg = 2 + sum(1 / math.log2(r + 1) for r in (2, 3, 4, 5))
+    assert got["ndcg@10"] == pytest.approx(dcg / idcg, abs=1e-15)
+    # at threshold 2 only the grade-2 span is relevant: one label, earned first
+    strict = RetrievalEvaluator(metrics=["recall@10", "map"], relevance_threshold=2)
+    assert strict.evaluate([PACKED]).scores == {"recall@10": [1.0], "map": [1.0],
+                                                "judged@10": [0.4]}  # fmt: skip
+    # the labels a chunk past max_docs earns are not found
+    late = PACKED.model_copy(update={"contexts": PACKED.contexts[1:] + PACKED.contexts[:1]})
+    cut = RetrievalEvaluator(metrics=["recall@10", "num_rel_ret"], max_docs=9)
+    assert cut.evaluate([late]).scores["recall@10"] == [3 / 5]
+    assert RetrievalEvaluator(metrics=["recall@10"]).evaluate([late]).scores["recall@10"] == [1.0]
+
+
 # ---- relevance_from: context_relevance ---------------------------------------------------------
 
 TEXTS = ["Paris is the capital of France.", "Bananas are yellow.", "France borders Spain."]
