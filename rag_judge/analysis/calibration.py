@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from rag_judge.data.jsonl import json_lines, read_text
 from rag_judge.data.readers import load_dataset
-from rag_judge.errors import DataError
+from rag_judge.errors import DataError, describe_value
 from rag_judge.report.model import MetricKind, Report
 from rag_judge.stats.agreement import krippendorff_alpha_interval as alpha_interval
 
@@ -220,7 +220,7 @@ def load_labels(path: str | Path) -> Labels:
     line_of: dict[str, int] = {}
     for lineno, row in rows:
         try:
-            sid, parsed = _parse_row(row)
+            sid, parsed = _parse_row(row, text=suffix == ".csv")
             if sid in line_of:
                 raise DataError(f"field 'id': {sid!r} already labelled on line {line_of[sid]}")
         except DataError as exc:
@@ -254,7 +254,9 @@ def _csv_rows(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def _parse_row(row: dict[str, Any]) -> tuple[str, dict[str, int]]:
+def _parse_row(row: dict[str, Any], *, text: bool = False) -> tuple[str, dict[str, int]]:
+    """(id, metric -> label) of one row; ``text``: the cells are CSV text, so a label is read
+    from a string ("4"), which in JSON is an error (a string where a number belongs)."""
     sid = row.get("id")
     if isinstance(sid, int) and not isinstance(sid, bool):
         sid = str(sid)
@@ -262,21 +264,26 @@ def _parse_row(row: dict[str, Any]) -> tuple[str, dict[str, int]]:
         raise DataError(f"field 'id': expected a non-empty string, got {sid!r}")
     out = {}
     for key, value in row.items():
-        if key == "id" or value is None or value == "":
+        if key == "id" or value is None or (text and value == ""):
             continue
-        out[key] = _label(key, value)
+        out[key] = _label(key, value, text=text)
     return sid, out
 
 
-def _label(key: str, value: Any) -> int:
+def _label(key: str, value: Any, *, text: bool) -> int:
     number: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
-    elif isinstance(value, str):
+    elif isinstance(value, str) and text:
         try:
             number = float(value)
         except ValueError:
             number = None
+    elif isinstance(value, str):  # JSON has numbers: "4" is not read as 4
+        raise DataError(
+            f"field {key!r}: expected a number (a label 1-5; 0 or 1 for a pass/fail metric), "
+            f"got {describe_value(value)}"
+        )
     if number is None or not number.is_integer() or not min(_PASS_FAIL) <= number <= _HIGH:
         raise DataError(
             f"field {key!r}: {value!r} is not a label 1-5 (an integer; 0 or 1 for a pass/fail "

@@ -18,16 +18,19 @@ from rag_judge.analysis.calibration import (
     labels_from_dataset,
     load_labels,
 )
-from rag_judge.analysis.ppi import ppi_estimates
+from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
 from rag_judge.report._format import (
     MISSING,
     ci_label,
     interval,
     markdown_table,
+    md_text,
     num,
     text_table,
 )
+from rag_judge.report._judge_tables import interval_method
 from rag_judge.report.model import PPIEstimate, Report
+from rag_judge.stats.ppi import PPIMethod
 
 __all__ = [
     "add_parser",
@@ -53,15 +56,26 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="LABELS is the dataset itself; read each sample's labels from metadata.NAME",
     )  # fmt: skip
     cal.add_argument("--format", choices=["table", "md", "json"], default="table")
+    # Every setting of the estimates defaults to the report's run, so that calibrate with the
+    # run's labels reproduces the report's numbers.
     cal.add_argument(
-        "--pass-score", type=float, default=4.0, metavar="SCORE",
-        help="a 1-5 rubric passes at a score >= SCORE, for the corrected pass rate (default 4)",
+        "--pass-score", type=float, metavar="SCORE",
+        help="a 1-5 rubric passes at a score >= SCORE, for the corrected pass rate "
+        "(default: the report's labels.pass_score, else 4)",
     )  # fmt: skip
     cal.add_argument(
         "--confidence", type=float, metavar="LEVEL",
         help="interval level of the estimates (default: the report's, e.g. 0.95)",
     )  # fmt: skip
-    cal.add_argument("--seed", type=int, default=0, help="seed of the pass rate's bootstrap")
+    cal.add_argument(
+        "--seed", type=int,
+        help="seed of the pass rate's bootstrap (default: the report's seed, else 0)",
+    )  # fmt: skip
+    cal.add_argument(
+        "--method", choices=[m.value for m in PPIMethod],
+        help="interval method of the estimates: t (small-sample) or ppi_py (the reference "
+        "package's normal interval) (default: the report's labels.method, else t)",
+    )  # fmt: skip
     cal.set_defaults(handler=run_calibrate)
 
 
@@ -80,11 +94,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
         return 1
     results = calibrate(report, labels)
-    confidence = report.confidence if args.confidence is None else args.confidence
     estimates = ppi_estimates(
-        report, labels, confidence=confidence, pass_score=args.pass_score, seed=args.seed
+        report,
+        labels,
+        confidence=args.confidence,
+        pass_score=args.pass_score,
+        seed=args.seed,
+        method=args.method,
     )
     estimates = dict(sorted(estimates.items()))  # in the agreement table's order
+    for warning in few_labels_warnings(report, estimates, labels):
+        print(f"rag-judge calibrate: warning: {warning.message}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(to_json(results, estimates), indent=2, ensure_ascii=False))
     elif args.format == "md":
@@ -130,7 +150,8 @@ def _cells(r: CalibrationResult) -> list[str]:
 
 
 def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
-    return markdown_table(_HEADER, [_cells(r) for r in results.values()])
+    # rubric names from data: md_text keeps them text (a "|" would split the row)
+    return markdown_table(_HEADER, [list(map(md_text, _cells(r))) for r in results.values()])
 
 
 def render_table(results: Mapping[str, CalibrationResult]) -> str:
@@ -174,12 +195,13 @@ def _ppi_note(estimates: Mapping[str, PPIEstimate]) -> str:
     return (
         "PPI: the PPI++ mean on the human scale (power-tuned λ); ESS gain: how many labels-only "
         "samples each label is worth beside the judge; RG: the judge's pass rate "
-        f"({', '.join(passes) or 'none'}) corrected by Rogan–Gladen"
+        f"({', '.join(passes) or 'none'}) corrected by Rogan–Gladen; "
+        f"{interval_method(estimates.values())}"
     )
 
 
 def render_ppi_markdown(estimates: Mapping[str, PPIEstimate]) -> str:
-    rows = [_ppi_cells(e) for e in estimates.values()]
+    rows = [list(map(md_text, _ppi_cells(e))) for e in estimates.values()]
     return markdown_table(_ppi_header(estimates), rows) + f"\n\n{_ppi_note(estimates)}"
 
 

@@ -8,6 +8,8 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag_judge.stats.ppi import PPIMethod
+
 __all__ = [
     "JuryAgreement",
     "LengthStratum",
@@ -47,13 +49,17 @@ class PPIEstimate(BaseModel):
     interval (what the judge alone claims). ``labelled_mean``/``labelled_ci``: the human labels
     alone. ``estimate``/``ci``/``se``: PPI++. ``ess``: the effective sample size, the number of
     labels the classical estimate would need for PPI's variance; ``ess_gain`` = ess /
-    n_labelled. None where a quantity is undefined (fewer than 2 labelled samples). The three
-    intervals are normal intervals clipped to the metric's scale (a mean cannot leave it)."""
+    n_labelled. None where a quantity is undefined (fewer than 2 labelled samples). ``method``:
+    how the three intervals were computed (``t``: small-sample, Student's t; ``ppi_py``: the
+    reference package's normal intervals; see :mod:`rag_judge.stats.ppi`); each is clipped to
+    the metric's scale (a mean cannot leave it)."""
 
     model_config = ConfigDict(frozen=True)
 
     metric: str
     confidence: float = 0.95
+    # reports written before the field was added have ppi_py's intervals
+    method: PPIMethod = PPIMethod.PPI_PY
     n_labelled: int  # samples with both a human label and a judge score
     n_unlabelled: int  # samples with a judge score and no label
     judge_mean: float | None = None
@@ -122,6 +128,27 @@ class WarningKind(str, Enum):
     # judged@k fell below the evaluator's min_judged: the labels no longer cover what is
     # retrieved (re-indexed or re-chunked), so the retrieval metrics read unjudged as irrelevant.
     UNJUDGED = "unjudged"
+    # fewer labelled samples of a judge metric than the bias-corrected intervals are checked
+    # for (analysis.ppi.MIN_LABELS), or (FEW_LABELS_OFF_MODE) a slice that is nearly all one
+    # label: no interval method's coverage holds there (docs/judge-estimates.md).
+    FEW_LABELS = "few_labels"
+    FEW_LABELS_OFF_MODE = "few_labels_off_mode"
+    # Labels (the config's ``labels``) of ids that are no sample of the run: left out of the
+    # estimates, which a mistyped id or a label file of another dataset would quietly shrink.
+    # Its ``metric`` is "labels" (the config key), ``value`` the count of such ids, ``threshold`` 0.
+    UNMATCHED_LABELS = "unmatched_labels"
+    # executor: ray: a shard's worker died and the shard ran again (its numbers are the last
+    # attempt's; the lost attempt's model calls are not in the usage), or died on every attempt
+    # and its samples failed (the run failed). Its ``metric`` is the step
+    # (``evaluators[1] (judge)``), ``value`` the attempts lost (the samples lost), ``threshold``
+    # the ``ray.retries`` allowed.
+    SHARD_RERUN = "shard_rerun"
+    SHARD_LOST = "shard_lost"
+    # A judge that produced no verdict on any sample it was asked about (every call failed, or
+    # no reply could be read): its mean, audit and review are empty, which a table alone does
+    # not say. Its ``metric`` names the judge's metrics (", "-joined), ``value`` the samples
+    # that failed, ``threshold`` 0 (the verdicts it produced).
+    JUDGE_FAILED = "judge_failed"
 
 
 class ReportWarning(BaseModel):

@@ -11,6 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# The references: the dev extra installs both, so these comparisons never skip.
+from scipy.stats import rankdata, spearmanr
+from sklearn.metrics import cohen_kappa_score
+
 from rag_judge.analysis.calibration import (
     agreement_rubrics,
     average_ranks,
@@ -23,15 +27,6 @@ from rag_judge.analysis.calibration import (
 from rag_judge.cli.calibrate import add_parser, render_markdown
 from rag_judge.errors import DataError
 from rag_judge.report.model import MetricKind, MetricSummary, Report, SampleResult
-
-try:
-    from scipy.stats import rankdata, spearmanr
-except ImportError:  # pragma: no cover - scipy is only a reference here
-    spearmanr = rankdata = None
-try:
-    from sklearn.metrics import cohen_kappa_score
-except ImportError:  # pragma: no cover
-    cohen_kappa_score = None
 
 HUMAN = [1, 2, 3, 4, 5, 3, 2, 4, 5, 1]
 JUDGE = [1, 3, 3, 4, 4, 3.5, 2, 5, 5, 2.49]  # 3.5 → 4 and 2.49 → 2 for κ and agreement
@@ -78,12 +73,10 @@ def test_ten_items_against_references() -> None:
     assert result.alpha == pytest.approx(alpha_by_coincidence(HUMAN, JUDGE), abs=1e-12)
     assert result.exact == 0.5  # rounded judge [1,3,3,4,4,4,2,5,5,2]: 5 of 10 equal
     assert result.within_one == 1.0
-    if spearmanr is not None:
-        assert result.spearman == pytest.approx(spearmanr(HUMAN, JUDGE).statistic, abs=1e-12)
-    if cohen_kappa_score is not None:
-        rounded = [int(np.floor(x + 0.5)) for x in JUDGE]
-        reference = cohen_kappa_score(HUMAN, rounded, weights="quadratic", labels=[1, 2, 3, 4, 5])
-        assert result.kappa == pytest.approx(reference, abs=1e-12)
+    assert result.spearman == pytest.approx(spearmanr(HUMAN, JUDGE).statistic, abs=1e-12)
+    rounded = [int(np.floor(x + 0.5)) for x in JUDGE]
+    reference = cohen_kappa_score(HUMAN, rounded, weights="quadratic", labels=[1, 2, 3, 4, 5])
+    assert result.kappa == pytest.approx(reference, abs=1e-12)
 
 
 def test_alpha_hand_computed() -> None:
@@ -148,16 +141,15 @@ def test_normalised_twins_and_other_kinds_are_refused() -> None:
 def test_random_data_against_references(pairs: list[tuple[int, float]]) -> None:
     human = np.array([p[0] for p in pairs], dtype=np.float64)
     judge = np.array([p[1] for p in pairs], dtype=np.float64)
-    if rankdata is not None:
-        assert np.allclose(average_ranks(judge), rankdata(judge))
-        if np.ptp(human) > 0 and np.ptp(judge) > 0:
-            assert spearman(human, judge) == pytest.approx(spearmanr(human, judge).statistic)
+    assert np.allclose(average_ranks(judge), rankdata(judge))
+    if np.ptp(human) > 0 and np.ptp(judge) > 0:
+        assert spearman(human, judge) == pytest.approx(spearmanr(human, judge).statistic)
     if np.ptp(np.concatenate([human, judge])) > 0:
         reference = alpha_by_coincidence(human.tolist(), judge.tolist())
         assert krippendorff_alpha_interval(human, judge) == pytest.approx(reference, abs=1e-9)
     rounded = np.floor(judge + 0.5).astype(np.int64)
     kappa = quadratic_kappa(human.astype(np.int64), rounded)
-    if cohen_kappa_score is not None and kappa is not None:
+    if kappa is not None:
         reference = cohen_kappa_score(human, rounded, weights="quadratic", labels=[1, 2, 3, 4, 5])
         assert kappa == pytest.approx(reference, abs=1e-9)
 
@@ -184,6 +176,11 @@ def test_load_jsonl_and_csv(tmp_path: Path) -> None:
         ("l.jsonl", '{"id": "a", "f": 4}\n{oops\n', "l.jsonl:2: invalid JSON"),
         ("l.jsonl", '{"f": 4}\n', "l.jsonl:1: field 'id': expected a non-empty string, got None"),
         ("l.jsonl", '{"id": "a", "f": 3.5}\n', "l.jsonl:1: field 'f': 3.5 is not a label 1-5"),
+        # JSON has numbers: a string is not read as one (CSV cells are text, so "4" is 4 there).
+        ("l.jsonl", '{"id": "a", "f": "3"}\n',
+         "l.jsonl:1: field 'f': expected a number (a label 1-5; 0 or 1 for a pass/fail metric), "
+         "got the string '3'"),
+        ("l.jsonl", '{"id": "a", "f": ""}\n', "l.jsonl:1: field 'f': expected a number"),
         ("l.csv", "id,f\na,4\nb,x\n", "l.csv:3: field 'f': 'x' is not a label 1-5"),
         ("l.csv", "sample,f\na,4\n", "l.csv:1: the header needs an 'id' column"),
         ("l.csv", "id,f\na,4,5\n", "l.csv:2: more cells than header columns"),
@@ -261,12 +258,16 @@ def test_labels_as_a_dataset_column(tmp_path: Path) -> None:
     path.write_text(
         '{"id": "a", "metadata": {"human": {"faithfulness": 4}}}\n'
         '{"id": "b"}\n'
-        '{"id": "c", "metadata": {"human": {"faithfulness": 2, "correctness": "5"}}}\n'
+        '{"id": "c", "metadata": {"human": {"faithfulness": 2, "correctness": 5}}}\n'
     )
     assert labels_from_dataset(path, "human") == {
         "a": {"faithfulness": 4},
         "c": {"faithfulness": 2, "correctness": 5},
     }
+    # A string is not a label in JSON (it was read as one: "5" became 5).
+    path.write_text('{"id": "c", "metadata": {"human": {"correctness": "5"}}}\n')
+    with pytest.raises(DataError, match=r"sample 'c': metadata.human: field 'correctness': expe"):
+        labels_from_dataset(path, "human")
     path.write_text('{"id": "a", "metadata": {"human": {"faithfulness": 7}}}\n')
     with pytest.raises(DataError, match=r"sample 'a': metadata.human: field 'faithfulness'"):
         labels_from_dataset(path, "human")

@@ -12,7 +12,13 @@ import pytest
 
 from rag_judge.analysis.compare import CompareOptions, compare_all, compare_reports
 from rag_judge.analysis.gates import check_gates
-from rag_judge.analysis.ppi import metric_kind, ppi_difference, ppi_estimates
+from rag_judge.analysis.ppi import (
+    MIN_OFF_MODE,
+    few_labels_warnings,
+    metric_kind,
+    ppi_difference,
+    ppi_estimates,
+)
 from rag_judge.cli import calibrate as calibrate_cli
 from rag_judge.cli import gate as gate_cli
 from rag_judge.cli.compare import render_markdown, render_table
@@ -24,6 +30,7 @@ from rag_judge.report.model import (
     PPIEstimate,
     Report,
     SampleResult,
+    WarningKind,
 )
 from rag_judge.resources import resource_dir
 from rag_judge.stats import ppi_mean
@@ -187,7 +194,7 @@ def test_calibrate_table_and_markdown(files: tuple[str, str], capsys) -> None:
     ]  # fmt: skip
     row = lines[5].split()
     assert row[:4] == ["faithfulness", "5", "5", "4.100"]
-    assert row[6:8] == ["3.400", "[2.650,"]  # 3.4 − 1.6449·√(1.04/5)
+    assert row[6:8] == ["3.400", "[2.313,"]  # 3.4 − t(4 df, 90%) 2.1318·√(1.3/5), method t
     assert row[9] == f"{float(THETA):.3f}" == "3.327" and row[12] == f"{float(LAM):.3f}" == "0.364"
     assert row[14] == "0.400"
     assert lines[4].split()[:3] == ["answer_rate", "6", "4"]
@@ -273,10 +280,11 @@ def test_ppi_gates_without_labels_or_a_judge_metric() -> None:
         "faithfulness_ppi: the report has no human labels of faithfulness, so no PPI estimate "
         "(give the run labels: in its config) (needs >= 4)"
     )
-    (unknown,) = check_gates(REPORT, {"faithfulnes_ppi.ci_low": ">= 4"}).checked
-    assert unknown.message.startswith(
-        "faithfulnes_ppi.ci_low: 'faithfulnes' is not a judge metric of the report, so it has "
-        "no PPI estimate (its judge metrics: faithfulness, answer_rate)"
+    # a PPI form of no judge metric is a misspelled gate: bad input, with the closest names
+    with pytest.raises(ConfigError) as unknown:
+        check_gates(REPORT, {"faithfulnes_ppi.ci_low": ">= 4"})
+    assert str(unknown.value).startswith(
+        "gate 'faithfulnes_ppi.ci_low': no such metric; did you mean 'faithfulness_ppi.ci_low'"
     )
     few = make_report({"faithfulness": FAITH}, {"q0": {"faithfulness": 4}})
     (one,) = check_gates(few, {"faithfulness_ppi": ">= 4"}).checked
@@ -299,3 +307,53 @@ def test_gate_command_and_config_gates(files: tuple[str, str], tmp_path: Path, c
     )
     assert load_config(config).gates == {"faithfulness_ppi": ">= 4.0",
                                          "faithfulness_ppi.ci_low": ">= 3.5"}  # fmt: skip
+
+
+# ---- too few labels for any interval -----------------------------------------------------------
+
+
+def test_few_labels_are_warned_about(files: tuple[str, str], capsys) -> None:
+    assert run_cli(calibrate_cli, "calibrate", *files) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "rag-judge calibrate: warning: the bias-corrected estimate of answer_rate rests on only "
+        "6 labelled samples (fewer than 15): no interval method keeps its stated coverage on so "
+        "small a slice, so read its interval as a rough range, and label more samples (a random "
+        "slice) before trusting it.",
+        "rag-judge calibrate: warning: the bias-corrected estimate of faithfulness rests on only "
+        "5 labelled samples (fewer than 15): no interval method keeps its stated coverage on so "
+        "small a slice, so read its interval as a rough range, and label more samples (a random "
+        "slice) before trusting it.",
+    ]
+
+
+def test_a_slice_of_nearly_one_label_is_warned_about() -> None:
+    scores = [5, 4, 5, 3, 4, 5, 4, 2, 5, 4] * 3
+    skewed = {f"q{i}": {"faithfulness": 5.0 if i >= 4 else 3.0} for i in range(20)}  # 4 off
+    report = make_report({"faithfulness": scores}, skewed)
+    (warning,) = few_labels_warnings(report, ppi_estimates(report))
+    assert (warning.kind, warning.metric, warning.value, warning.threshold) == (
+        WarningKind.FEW_LABELS_OFF_MODE, "faithfulness", 4, MIN_OFF_MODE,
+    )  # fmt: skip
+    assert warning.message.startswith(
+        "the bias-corrected estimate of faithfulness rests on 20 labels of which only 4 differ "
+        "from the most common one (fewer than 5): no interval method"
+    )
+    varied = {f"q{i}": {"faithfulness": float(1 + i % 5)} for i in range(15)}
+    report = make_report({"faithfulness": scores}, varied)
+    assert few_labels_warnings(report, ppi_estimates(report)) == []
+    (fourteen,) = few_labels_warnings(
+        report, ppi_estimates(report, {k: v for k, v in varied.items() if k != "q0"})
+    )
+    assert (fourteen.kind, fourteen.value, fourteen.threshold) == (WarningKind.FEW_LABELS, 14, 15)
+
+
+def test_the_interval_method_is_chosen_and_recorded() -> None:
+    t, normal = (ppi_estimates(REPORT, method=m)["faithfulness"] for m in ("t", "ppi_py"))
+    assert (t.method, normal.method) == ("t", "ppi_py")
+    assert (t.estimate, t.lam) == (normal.estimate, normal.lam)  # the interval alone differs
+    same = ppi_mean([4, 3, 5, 2, 3], [5, 4, 5, 3, 4], [5, 4, 2, 5, 4], method="ppi_py")
+    assert normal.ci == (same.ci_low, same.ci_high)
+    assert t.ci is not None and normal.ci is not None and t.ci[0] < normal.ci[0]
+    with pytest.raises(ConfigError, match=r"method must be one of t, ppi_py, got 'normal'"):
+        ppi_estimates(REPORT, method="normal")
