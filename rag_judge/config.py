@@ -25,6 +25,7 @@ from rag_judge.errors import ConfigError, format_loc, friendly_message, unknown_
 from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class, validate_evaluators
 from rag_judge.evaluators.retrieval import check_relevance_from, settle_retrieval
 from rag_judge.llm.providers import ClientConfig
+from rag_judge.stats.ppi import PPIMethod
 
 __all__ = [
     "BootstrapConfig",
@@ -51,14 +52,17 @@ class LabelsConfig(BaseModel):
     file (``path``: JSONL or CSV, ``{"id": ..., "<metric>": label}``, as ``rag-judge
     calibrate`` and the report's review mode write them), or with ``column`` each sample's
     ``metadata[column]`` in the dataset (or in ``path``). ``pass_score``: a 1-5 rubric's
-    verdict passes at a score >= it (the pass rate corrected by Rogan-Gladen). A bare string
-    in the config is the ``path``."""
+    verdict passes at a score >= it (the pass rate corrected by Rogan-Gladen). ``method``: how
+    the estimates' intervals are computed, ``t`` (small-sample, valid down to 15 labels) or
+    ``ppi_py`` (the reference package's normal interval). A bare string in the config is the
+    ``path``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: Path | None = None
     column: str | None = None
     pass_score: float = Field(default=4.0, ge=1, le=5)
+    method: PPIMethod = PPIMethod.T
 
     @model_validator(mode="before")
     @classmethod
@@ -74,13 +78,17 @@ class LabelsConfig(BaseModel):
 
 class RayConfig(BaseModel):
     """Where ``executor: ray`` runs: ``address`` of an existing cluster (``ray://head:10001``,
-    ``auto``; None: ``$RAY_ADDRESS``, else a local cluster started for the run) and the
-    number of ``shards`` the samples are split into (None: the cluster's CPUs)."""
+    ``auto``; None: ``$RAY_ADDRESS``, else a new local cluster started for the run, never one
+    already running on the machine), the number of ``shards`` the samples are split into
+    (None: the cluster's CPUs), how long joining a cluster may take (``connect_timeout``,
+    seconds) and how many times a shard whose worker died is run again (``retries``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str | None = None
     shards: int | None = Field(default=None, ge=1)
+    connect_timeout: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=3, ge=0)
 
 
 class ExperimentConfig(BaseModel):
@@ -227,10 +235,18 @@ def _resolve_paths(raw: Any, base: Path) -> Any:
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
+    if path.is_dir():  # else an IsADirectoryError (a traceback), or on Windows a PermissionError
+        found = sorted(p.name for p in path.glob("*.y*ml"))
+        inside = f" (it holds {', '.join(found)})" if found else ""
+        raise ConfigError(f"{path}: is a folder, not a YAML config file{inside}")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except OSError as exc:  # unreadable: permissions, a device
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)

@@ -80,10 +80,13 @@ def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | Dat
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        # Without its line break: JSON counts a newline as a line, so an error at the end of a
+        # truncated line would read "line 2, column 1" instead of the column where it stops.
+        text = line.rstrip("\r\n")
         try:
-            obj = json.loads(line)
+            obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            yield lineno, DataError(f"invalid JSON: {exc.msg} (column {exc.colno})")
+            yield lineno, DataError(_json_error(exc, text))
             continue
         if isinstance(obj, dict):
             yield lineno, obj
@@ -94,6 +97,17 @@ def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | Dat
                     f"expected a JSON object (one sample per line), got {describe_value(obj)}"
                 ),
             )
+
+
+def _json_error(exc: json.JSONDecodeError, text: str) -> str:
+    """``invalid JSON: Expecting ',' delimiter (column 11)``, saying so when the error is at
+    the line's end: a line cut short (a partial write, a file truncated while copied)."""
+    message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+    if exc.msg.startswith("Unterminated string"):
+        message += "; the line ends inside that string: is it cut short?"
+    elif exc.pos >= len(text.rstrip()):
+        message += ", where the line ends: is it cut short?"
+    return message
 
 
 def _to_sample(obj: dict[str, Any] | DataError) -> Sample:

@@ -297,7 +297,7 @@ def _to_sample(cells: dict[str, Any], n: int, layout: Layout, source: _Source) -
         fields["contexts"] = _or(_structured(get("contexts"), "contexts", source), ())
         fields["relevance"] = _structured(get("relevance"), "relevance", source)
         fields["qrels"] = _structured(get("qrels"), "qrels", source)
-        fields["answerable"] = get("answerable")
+        fields["answerable"] = _flag(get("answerable"), source)
         fields["metadata"] = _or(_structured(get("metadata"), "metadata", source), {})
     else:
         fields["question"] = get("user_input")
@@ -378,6 +378,14 @@ def _missing_to_none(value: Any, source: _Source) -> Any:
         return None  # CSV cannot tell an empty string from a missing one
     if isinstance(value, float) and math.isnan(value):
         return None  # pandas writes a missing value of a number column as NaN
+    return value
+
+
+def _flag(value: Any, source: _Source) -> Any:
+    """A CSV cell is text: ``true`` or ``false`` in any case (pandas writes True and False) is
+    the boolean; anything else is left for validation to name ("no", "1": no guessing)."""
+    if source == "text" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
     return value
 
 

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["Context", "Dataset", "Qrel", "Sample", "duplicate_id"]
 
@@ -41,6 +48,26 @@ def _unset(value: object) -> bool:
     return value is None
 
 
+def _native(value: Any) -> Any:
+    # A numpy scalar (a retriever's float32 score, pandas' bool_) is its Python value.
+    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+
+
+def _integral(value: Any) -> Any:
+    # An offset written as 3.0 (pandas turns an integer column with gaps into floats) is 3.
+    value = _native(value)
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# Numbers and booleans come as JSON numbers and booleans. A string where one belongs ("3",
+# "no") is an error naming the field, never a guess: lax parsing read "no" as false and "3" as
+# a grade. An integer is a number; an integral float is an offset. (CSV cells are text: the CSV
+# reader turns an `answerable` cell of true/false into a boolean, and structured cells are JSON.)
+Number = Annotated[float, Field(strict=True), BeforeValidator(_native)]
+Offset = Annotated[int, Field(strict=True, ge=0), BeforeValidator(_integral)]
+Flag = Annotated[bool, Field(strict=True), BeforeValidator(_native)]
+
+
 def _check_span(owner: str, doc_id: str | None, start: int | None, end: int | None) -> None:
     if (start is None) != (end is None):
         raise ValueError(f"{owner} needs both 'start' and 'end', or neither")
@@ -59,12 +86,12 @@ class Context(BaseModel):
 
     id: str | None = None
     text: str = ""
-    score: float | None = None
-    relevance: float | None = None
+    score: Number | None = None
+    relevance: Number | None = None
     # Left out of a dump when unset, so reports of data without them stay as they were.
     doc_id: str | None = Field(default=None, exclude_if=_unset)
-    start: int | None = Field(default=None, ge=0, exclude_if=_unset)
-    end: int | None = Field(default=None, ge=0, exclude_if=_unset)
+    start: Offset | None = Field(default=None, exclude_if=_unset)
+    end: Offset | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _span(self) -> Context:
@@ -79,9 +106,9 @@ class Qrel(BaseModel):
     model_config = _MODEL_CONFIG
 
     doc_id: str = Field(min_length=1)
-    relevance: float
-    start: int | None = Field(default=None, ge=0, exclude_if=_unset)
-    end: int | None = Field(default=None, ge=0, exclude_if=_unset)
+    relevance: Number
+    start: Offset | None = Field(default=None, exclude_if=_unset)
+    end: Offset | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _span(self) -> Qrel:
@@ -105,9 +132,9 @@ class Sample(BaseModel):
     contexts: tuple[Context, ...] = ()
     answer: str | None = None
     references: tuple[str, ...] = ()
-    relevance: dict[str, float] | None = None
+    relevance: dict[str, Number] | None = None
     qrels: tuple[Qrel, ...] | None = Field(default=None, exclude_if=_unset)
-    answerable: bool | None = None  # whether the material holds an answer (None: not said)
+    answerable: Flag | None = None  # whether the material holds an answer (None: not said)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("contexts", mode="before")

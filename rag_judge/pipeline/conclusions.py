@@ -7,20 +7,30 @@ from __future__ import annotations
 
 import logging
 
-from rag_judge.analysis.audit import audit_report
+from rag_judge.analysis.audit import audit_report, failed_judge_warnings
 from rag_judge.analysis.calibration import labels_from_dataset, load_labels
 from rag_judge.analysis.jury import jury_agreement
-from rag_judge.analysis.ppi import ppi_estimates
+from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.report.model import Report, ReportWarning, WarningKind
 
-__all__ = ["conclude", "coverage_warnings", "read_labels"]
+__all__ = ["check_labels", "conclude", "coverage_warnings", "label_warnings", "read_labels"]
 
 log = logging.getLogger("rag_judge.pipeline")
 
 Labels = dict[str, dict[str, float]]
+
+
+def check_labels(cfg: ExperimentConfig) -> None:
+    """A label file the config names that is not there: a ConfigError at ``labels.path`` (its
+    ``loc``, for a caller that knows the YAML's lines) naming the path resolved, as the config
+    made it relative to its own folder."""
+    path = cfg.labels.path if cfg.labels is not None else None
+    if path is not None and (path.is_dir() or not path.exists()):
+        what = "is a folder, not a label file" if path.is_dir() else "file not found"
+        raise ConfigError(f"labels.path: {what}: {path.resolve()}", loc=("labels", "path"))
 
 
 def read_labels(cfg: ExperimentConfig) -> Labels:
@@ -28,6 +38,7 @@ def read_labels(cfg: ExperimentConfig) -> Labels:
     spec = cfg.labels
     if spec is None:
         return {}
+    check_labels(cfg)
     if spec.column is not None:
         source = spec.path or cfg.dataset
         if source is None:
@@ -43,25 +54,52 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
     """``report`` with its labelled slice, PPI estimates, jury agreement and audit filled in.
     Labels of ids the run did not evaluate are left out, with a warning that counts them."""
     ids = set(report.ids())
-    stray = sorted(labels.keys() - ids)
-    if stray:
-        log.warning(
-            "%d labelled ids are not samples of this run and were left out (e.g. %s)",
-            len(stray),
-            ", ".join(repr(s) for s in stray[:3]),
-        )
+    unmatched = label_warnings(sorted(labels.keys() - ids), len(labels))
     report.labels = {sid: row for sid, row in labels.items() if sid in ids}
     if report.labels and cfg.labels is not None:
         report.estimates = ppi_estimates(
-            report, confidence=report.confidence, pass_score=cfg.labels.pass_score, seed=cfg.seed
+            report,
+            confidence=report.confidence,
+            pass_score=cfg.labels.pass_score,
+            seed=cfg.seed,
+            method=cfg.labels.method,
         )
     if any(getattr(e, "judges", ()) for e in cfg.evaluators):  # else no jury to read: no pass
         report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
-    report.warnings = coverage_warnings(report, cfg)
+    report.warnings = [*unmatched, *few_labels_warnings(report), *coverage_warnings(report, cfg)]
+    report.warnings += failed_judge_warnings(report)  # a judge with no verdict at all
     for warning in report.warnings:
         log.warning("%s", warning.message)
     return report
+
+
+def label_warnings(unmatched: list[str], total: int) -> list[ReportWarning]:
+    """A warning when labelled ids are no sample of the run (``unmatched``, of ``total``
+    labelled ids): the estimates leave them out, so it is said in the report, not only in the
+    log (a mistyped id, or a label file made for another dataset)."""
+    if not unmatched:
+        return []
+    examples = f"(e.g. {', '.join(repr(s) for s in unmatched[:3])})"
+    if len(unmatched) == total:
+        message = (
+            f"none of the {total} labelled ids is a sample of this run {examples}, so there "
+            "are no bias-corrected estimates: are the labels for this dataset?"
+        )
+    else:
+        message = (
+            f"{len(unmatched)} of the {total} labelled ids are not samples of this run and were "
+            f"left out {examples}; the bias-corrected estimates use the labels of the others."
+        )
+    return [
+        ReportWarning(
+            kind=WarningKind.UNMATCHED_LABELS,
+            metric="labels",
+            value=len(unmatched),
+            threshold=0,
+            message=message,
+        )
+    ]
 
 
 def coverage_warnings(report: Report, cfg: ExperimentConfig) -> list[ReportWarning]:

@@ -192,6 +192,33 @@ def test_bad_parquet_type_names_row_and_field(
         read_parquet(tmp_path / "d.parquet")
 
 
+def test_csv_answerable_is_true_or_false_and_nothing_else(tmp_path: Path) -> None:
+    # CSV cells are text: true/false in any case (pandas writes True and False) is a boolean,
+    # an empty cell is "not said"; "no" or "1" is an error, not a guess.
+    (tmp_path / "d.csv").write_text("id,answerable\na,True\nb, false \nc,\nd,TRUE\n")
+    assert [s.answerable for s in read_csv(tmp_path / "d.csv")] == [True, False, None, True]
+    for cell in ("no", "1", "yes"):
+        (tmp_path / "d.csv").write_text(f"id,answerable\na,true\nb,{cell}\n")
+        with pytest.raises(DataError) as err:
+            read_csv(tmp_path / "d.csv")
+        assert str(err.value) == (
+            f"{tmp_path / 'd.csv'}:3: field 'answerable': expected true or false (whether the "
+            f"question can be answered from the material), got the string {cell!r}"
+        )
+
+
+def test_csv_json_cells_and_parquet_keep_numbers_strict(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text('id,relevance\na,"{""d1"": ""3""}"\n')
+    with pytest.raises(DataError, match=r"d\.csv:2: field 'relevance\.d1': expected a number "):
+        read_csv(tmp_path / "d.csv")
+    # Parquet has typed columns: a boolean column is read, a text one is not guessed at.
+    pq.write_table(pa.table({"id": ["a", "b"], "answerable": [True, None]}), tmp_path / "b.pq")
+    assert [s.answerable for s in read_parquet(tmp_path / "b.pq")] == [True, None]
+    pq.write_table(pa.table({"id": ["a"], "answerable": ["no"]}), tmp_path / "s.pq")
+    with pytest.raises(DataError, match=r"s\.pq:row 1: field 'answerable': expected true or "):
+        read_parquet(tmp_path / "s.pq")
+
+
 def test_parquet_skip_invalid(tmp_path: Path) -> None:
     pq.write_table(
         pa.table({"id": ["a", "b", "c"], "contexts": [None, 7, None]}), tmp_path / "d.pq"

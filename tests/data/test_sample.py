@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag_judge.data.jsonl import read_jsonl, write_jsonl
-from rag_judge.data.sample import Sample
+from rag_judge.data.sample import Context, Sample
+from rag_judge.data.stream import JsonlSource
 from rag_judge.data.trec import (
     qrels_from_samples,
     read_qrels,
@@ -67,6 +69,35 @@ def test_reads_the_design_example(tmp_path: Path) -> None:
             '{"id": "a", "contexts": [{"id": "d1"}, {"id": "d1"}]}',
             "doc id 'd1' appears twice in the ranking of query 'a'",
         ),
+        # A string where a boolean or a number belongs is an error, not a guess: lax parsing
+        # read "no" as false and "3" as a grade.
+        (
+            '{"id": "a", "answerable": "no"}',
+            "field 'answerable': expected true or false (whether the question can be answered "
+            "from the material), got the string 'no'",
+        ),
+        (
+            '{"id": "a", "answerable": 1}',
+            "field 'answerable': expected true or false (whether the question can be answered "
+            "from the material), got the number 1",
+        ),
+        (
+            '{"id": "a", "relevance": {"d1": "3"}}',
+            "field 'relevance.d1': expected a number (the doc's relevance grade), got the "
+            "string '3'",
+        ),
+        (
+            '{"id": "a", "contexts": [{"id": "d1", "score": "0.5", "relevance": true}]}',
+            "field 'contexts[0].score': expected a number (the retrieval score), got the string "
+            "'0.5'; field 'contexts[0].relevance': expected a number (the context's relevance "
+            "grade), got true",
+        ),
+        (
+            '{"id": "a", "qrels": [{"doc_id": "x", "relevance": "2", "start": "0", "end": 4}]}',
+            "field 'qrels[0].relevance': expected a number (the span's or document's relevance "
+            "grade), got the string '2'; field 'qrels[0].start': expected a character offset "
+            "into the document (an integer >= 0), got the string '0'",
+        ),
     ],
 )
 def test_bad_lines_name_file_line_and_field(tmp_path: Path, line: str, needle: str) -> None:
@@ -77,6 +108,52 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path, line: str, needle: s
     assert needle in str(err.value)
     if needle != "invalid JSON":  # the rest of the message is all ours
         assert str(err.value) == f"{path}:2: {needle}"
+
+
+def test_numbers_stay_numbers(tmp_path: Path) -> None:
+    """An integer is a number (a grade, a score); an integral float is an offset (pandas writes
+    an integer column with gaps as floats)."""
+    line = {
+        "id": "a",
+        "contexts": [{"id": "d1", "score": 2, "doc_id": "x", "start": 0.0, "end": 4.0}],
+        "qrels": [{"doc_id": "x", "relevance": 1, "start": 0, "end": 4}],
+        "relevance": {"d1": 2},
+        "answerable": False,
+    }
+    sample = read_jsonl(write(tmp_path, json.dumps(line)))[0]
+    assert (sample.contexts[0].score, sample.contexts[0].start, sample.contexts[0].end) == (2, 0, 4)
+    assert isinstance(sample.contexts[0].start, int) and sample.relevance == {"d1": 2.0}
+    assert sample.answerable is False and sample.qrels is not None
+    assert sample.qrels[0].relevance == 1.0
+    # From Python, a numpy scalar (a retriever's float32 score, pandas' bool_) is its value.
+    ctx = Context(doc_id="x", score=np.float32(0.5), start=np.int64(2), end=np.float64(9.0))
+    assert (ctx.score, ctx.start, ctx.end) == (0.5, 2, 9) and type(ctx.start) is int
+    assert Sample(id="a", answerable=np.bool_(True)).answerable is True
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "cut"),
+    [
+        ('{"id": "a", "question": "Which ocean"', 38, True),  # just past the last character
+        ('{"id": "a", "question": "Which oc', 25, True),  # where the open string starts
+        ('{"id": "a",, "question": "x"}', 12, False),  # mid-line: not said to be cut short
+    ],
+)
+def test_a_truncated_line_names_the_column_where_it_stops(
+    tmp_path: Path, line: str, column: int, cut: bool
+) -> None:
+    # The line break was parsed with the line: every error at its end read "column 1".
+    path = write(tmp_path, json.dumps(GOOD), line, json.dumps({"id": "q2"}))
+    with pytest.raises(DataError) as err:
+        read_jsonl(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:2: invalid JSON: ")
+    assert f"(column {column})" in message
+    assert ("cut short" in message) is cut
+    # The streaming reader a run uses says the same.
+    with pytest.raises(DataError) as streamed:
+        list(JsonlSource(path).chunks(10))
+    assert str(streamed.value) == message
 
 
 def test_duplicate_sample_ids(tmp_path: Path) -> None:
