@@ -7,9 +7,10 @@ where its answer is certainly the same, and otherwise returns None:
 
 - the file is "plain": ASCII with no control byte but the separator, ``\\n`` and ``\\r`` (both
   end a line, in pyarrow as in a text-mode read); one separator kind (space or tab); no line
-  starting with ``#``. On such text one separator between fields makes pyarrow's split equal
-  to ``str.split()``, and any other spacing (doubled, leading, trailing) shows up as a line of
-  the wrong field count, which pyarrow refuses;
+  starting with ``#``; no separator doubled or at either end of a line. On such text
+  pyarrow's split equals ``str.split()``. Other spacing is not always a line of the wrong
+  field count: ``q1 Q0 d1 1 1 `` (a tag missing, a separator left) is six fields to pyarrow,
+  the last one empty, and five to the exact reader, which refuses it;
 - pyarrow accepts every line (exactly ``width`` fields) and every number. It refuses some
   numbers Python takes (``1_0``, ``+3`` as a grade); those go to the exact reader too;
 - no score is NaN: pyarrow also reads ``nan(1)``, which Python refuses.
@@ -43,9 +44,16 @@ def _separator(data: bytes) -> str | None:
     """The one separator of a plain file, or None when it is not plain."""
     if data.translate(None, _PLAIN) or data.startswith(b"#") or b"\n#" in data:
         return None
+    separator = b" "
     if b"\t" in data:
-        return None if b" " in data else "\t"
-    return " "
+        if b" " in data:
+            return None
+        separator = b"\t"
+    edges = (separator * 2, b"\n" + separator, separator + b"\n", b"\r" + separator,
+             separator + b"\r")  # fmt: skip
+    if data.startswith(separator) or data.endswith(separator) or any(e in data for e in edges):
+        return None  # an empty field to pyarrow, none to str.split()
+    return separator.decode()
 
 
 def _read(data: bytes, names: list[str], types: dict[str, Any]) -> Any:
