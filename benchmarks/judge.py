@@ -12,7 +12,7 @@
    figure. ``floor_s`` is the wall time with zero overhead (whole rounds of ``--concurrency``
    calls). The same load with a stub client that just awaits the latency measures the
    scheduler alone. ``server_requests`` (what the server saw over all runs, warm-ups included)
-   must equal ``usage_requests`` (the engines' ``requests + retries``).
+   must equal ``usage_requests`` (the engines' ``requests + retries - connect_errors``).
 2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
 3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
    achieved over ``--rpm-seconds`` (goal: within 5 % of the limit) and the 429s provoked
@@ -112,7 +112,8 @@ def _timed_run(url: str, requests: list[CompletionRequest], args: argparse.Names
             results = await engine.run(requests)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         ok = sum(isinstance(r, Completion) for r in results)
-        return wall, cpu, ok, engine.usage.requests + engine.usage.retries
+        usage = engine.usage
+        return wall, cpu, ok, usage.requests + usage.retries - usage.connect_errors
 
     return asyncio.run(run())
 

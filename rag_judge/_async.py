@@ -21,7 +21,12 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     (Jupyter): then it runs in a fresh loop on a worker thread, without nest_asyncio."""
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
+        running = False
+    if not running:
+        # Outside the ``except`` block: an error of ``coro`` must not drag a chained
+        # "RuntimeError: no running event loop" into every traceback.
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()

@@ -63,3 +63,14 @@ def test_run_sync_inside_a_running_loop() -> None:
 
     assert run_sync(inner()) == 7
     assert asyncio.run(outer()) == 7
+
+
+def test_an_error_from_run_sync_carries_no_chained_event_loop_error() -> None:
+    # Every evaluator failure's traceback used to start with "RuntimeError: no running event
+    # loop", because asyncio.run ran inside the except block of the loop check.
+    async def fail() -> None:
+        raise ValueError("the evaluator's own error")
+
+    with pytest.raises(ValueError, match="the evaluator's own error") as err:
+        run_sync(fail())
+    assert err.value.__context__ is None and err.value.__cause__ is None

@@ -1,11 +1,15 @@
 """What the judge's server actually did, counted over every chunk of a run: whether logprobs
-came back (else a rubric's scores are the stated integers, and its signature says so) and
-whether fewer than the ``n`` choices asked for came back; warned about once per run."""
+came back (else a rubric's scores are the stated integers, and its signature says so), whether
+fewer than the ``n`` choices asked for came back (the signature's ``n`` then says how many the
+scores rest on: ``n:3→1``), and whether replies to requests that carried a ``response_format``
+ignored it; warned about once per run."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from rag_judge.evaluators.base import EvaluatorResult
 from rag_judge.judge.rubrics import Rubric
@@ -18,6 +22,31 @@ log = logging.getLogger("rag_judge.evaluators.judge")
 NORM = "_norm"  # a rubric's [0, 1] twin: faithfulness -> faithfulness_norm
 
 
+@dataclass
+class _Tally:
+    """One rubric's verdicts (leaves: per-context ones one by one) so far."""
+
+    leaves: int = 0
+    scored: int = 0
+    logprobs_missing: int = 0  # scored without usable logprobs
+    short: int = 0  # replies with fewer choices than n
+    # Replies that carried a response_format yet are not what its schema asks for (and were
+    # not cut off at max_tokens, which would explain it): the server ignored the format.
+    format_ignored: int = 0
+    with_format: int = 0
+    received: Counter[int] = field(default_factory=Counter)  # scored verdicts by choices
+
+
+def _honoured_n(asked: int, received: Counter[int]) -> str:
+    """The signature's ``n``: ``asked`` when every scored verdict rests on that many choices
+    (or none was scored), else ``asked→`` the counts it rests on: ``3→1`` (a server that
+    ignores ``n``), ``3→1,3`` (some replies short)."""
+    counts = sorted(received)
+    if not counts or counts == [asked]:
+        return str(asked)
+    return f"{asked}→{','.join(map(str, counts))}"
+
+
 class Used:
     """Per rubric, counts of what the server did with the verdicts of every chunk so far."""
 
@@ -25,34 +54,47 @@ class Used:
         self.rubrics = list(rubrics)
         self.scoring = scoring
         self.n = n
-        # rubric -> [verdicts (leaves), scored, scored without usable logprobs, short of n]
-        self.counts = {r.name: [0, 0, 0, 0] for r in self.rubrics}
+        self.counts = {r.name: _Tally() for r in self.rubrics}
 
     def add(self, result: EvaluatorResult) -> None:
-        for name, counts in self.counts.items():
+        for name, tally in self.counts.items():
             leaves = _leaves(result, name)
             scored = [j for j in leaves if j.score is not None]
-            counts[0] += len(leaves)
-            counts[1] += len(scored)
-            counts[2] += sum(bool(j.logprobs_missing) for j in scored)
-            counts[3] += sum(j.choices_received is not None for j in leaves)
+            tally.leaves += len(leaves)
+            tally.scored += len(scored)
+            tally.logprobs_missing += sum(bool(j.logprobs_missing) for j in scored)
+            tally.short += sum(j.choices_received is not None for j in leaves)
+            tally.received.update(j.choices_received or self.n for j in scored)
+            formatted = [j for j in leaves if j.structured_output]
+            tally.with_format += len(formatted)
+            tally.format_ignored += sum(
+                j.schema_valid is False and j.finish_reason != "length" for j in formatted
+            )
 
     def signatures(self, signatures: dict[str, Signature]) -> dict[str, Signature]:
-        """``signatures`` with each rubric's saying how its scores were computed; warns once
-        about features the server ignored (logprobs, ``n``)."""
+        """``signatures`` with each rubric's saying how its scores were computed (``scoring``,
+        and ``n`` as the server honoured it); warns once about features the server ignored
+        (logprobs, ``n``, ``response_format``)."""
         out = dict(signatures)
         fell_back: list[str] = []
         short: list[str] = []
-        for name, (leaves, scored, missing, received) in self.counts.items():
-            if received:
-                short.append(f"{name} {received} of {leaves}")
-            if self.scoring != "logprobs" or not missing:
-                continue
-            used = "integer" if missing == scored else "mixed"
-            fell_back.append(f"{name} {missing} of {scored} (scoring:{used})")
-            for metric in (name, name + NORM):
-                sig = out[metric]
-                out[metric] = sig.model_copy(update={"options": {**sig.options, "scoring": used}})
+        unformatted: list[str] = []
+        for name, t in self.counts.items():
+            update: dict[str, str] = {}
+            if t.short:
+                short.append(f"{name} {t.short} of {t.leaves}")
+                update["n"] = _honoured_n(self.n, t.received)
+            if t.format_ignored:
+                unformatted.append(f"{name} {t.format_ignored} of {t.with_format}")
+            if self.scoring == "logprobs" and t.logprobs_missing:
+                used = "integer" if t.logprobs_missing == t.scored else "mixed"
+                fell_back.append(f"{name} {t.logprobs_missing} of {t.scored} (scoring:{used})")
+                update["scoring"] = used
+            if update:
+                for metric in (name, name + NORM):
+                    sig = out[metric]
+                    options = {**sig.options, **update}
+                    out[metric] = sig.model_copy(update={"options": options})
         if fell_back:
             log.warning(
                 "logprobs were asked for, but the judge's server sent none usable with these "
@@ -63,9 +105,18 @@ class Used:
         if short:
             log.warning(
                 "n=%d choices were asked for, but the judge's server sent fewer with these "
-                "replies (judgments record choices_received): %s",
+                "replies (judgments record choices_received; the signature's n says what the "
+                "scores rest on): %s",
                 self.n,
                 ", ".join(short),
+            )
+        if unformatted:
+            log.warning(
+                "the verdict's JSON schema was sent as response_format, but these replies do "
+                "not follow it, so the judge's server seems to ignore response_format; the "
+                "tolerant parser read them (judgments marked structured_output, schema_valid "
+                "false): %s",
+                ", ".join(unformatted),
             )
         return out
 

@@ -3,17 +3,17 @@ any call, resolve its cache file, and read a cache path in a config relative to 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.llm import ClientConfig
+from rag_judge.llm.cache import CacheOption, SqliteCache, cache_file
 from rag_judge.llm.providers import check_client
-from rag_judge.resources import cache_dir
 
-__all__ = ["CacheOption", "cache_file", "check_judge_client", "local_cache"]
-
-CacheOption = Literal["default"] | Path | None
+__all__ = ["CacheOption", "cache_file", "check_judge_client", "local_cache", "open_cache"]
 
 
 def check_judge_client(config: ClientConfig) -> None:
@@ -26,15 +26,23 @@ def check_judge_client(config: ClientConfig) -> None:
         raise ConfigError(f"{format_loc(loc)}: {exc}", loc=loc) from None
 
 
-def cache_file(cache: CacheOption) -> Path | None:
-    """The completion cache: ``"default"`` is ``judge.sqlite`` in rag-judge's cache folder,
-    resolved now (not at import); None: no cache."""
-    return cache_dir() / "judge.sqlite" if cache == "default" else cache
-
-
 def local_cache(raw: dict[str, Any], base: Path) -> None:
     """Make a relative ``cache`` path in a raw config mapping relative to the config's folder
     ``base``, in place (``default``, ``~/...`` and absolute paths are left as they are)."""
     cache = raw.get("cache")
     if isinstance(cache, str) and cache != "default" and not cache.startswith("~"):
         raw["cache"] = cache if Path(cache).is_absolute() else str(base / cache)
+
+
+@contextmanager
+def open_cache(path: Path | None, *, dry: bool = False) -> Iterator[SqliteCache | None]:
+    """The cache file at ``path`` opened once (for every engine of a jury, say) and closed
+    after; None: no cache. ``dry`` (a dry run, which writes nothing): only a cache that exists
+    already is opened, to read, and no file or folder is created."""
+    opened = SqliteCache.existing if dry else SqliteCache
+    cache = opened(path) if path is not None else None
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.close()

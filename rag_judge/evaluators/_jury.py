@@ -191,10 +191,10 @@ def jury_signatures(
     policy: FailurePolicy,
 ) -> dict[str, Signature]:
     """The jury's signature of each metric from its jurors' (which differ in ``judge`` and
-    perhaps ``scoring``): ``judge:jury[a/x,b/y]``, ``scoring`` the jurors' modes joined by
-    ``+`` in their order when they differ, then ``agg`` (a per-context rubric:
-    ``mean-over-contexts,<aggregation>``: contexts first, then judges), ``quorum`` and
-    ``on_fail``."""
+    perhaps ``scoring`` and ``n``): ``judge:jury[a/x,b/y]``, ``scoring`` (and ``n``) the
+    jurors' values joined by ``+`` in their order when they differ, then ``agg`` (a
+    per-context rubric: ``mean-over-contexts,<aggregation>``: contexts first, then judges),
+    ``quorum`` and ``on_fail``."""
     out = {}
     for metric, first in jurors[0].items():
         modes = [signatures[metric].options.get("scoring", "") for signatures in jurors]
@@ -202,6 +202,9 @@ def jury_signatures(
         options = {k: v for k, v in first.options.items() if k not in ("agg", "scale", "version")}
         options["judge"] = f"jury[{','.join(names)}]"
         options["scoring"] = modes[0] if len(set(modes)) == 1 else "+".join(modes)
+        if "n" in options:  # as each juror's server honoured it (n:3+3→1)
+            ns = [signatures[metric].options.get("n", "") for signatures in jurors]
+            options["n"] = ns[0] if len(set(ns)) == 1 else "+".join(ns)
         options["agg"] = f"{agg},{how}" if agg else how
         options["quorum"] = str(quorum)
         options["on_fail"] = policy

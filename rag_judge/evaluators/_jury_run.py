@@ -8,7 +8,6 @@ A sample's missing input is the same for every juror and is reported once."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -23,6 +22,7 @@ from rag_judge.evaluators._judge_results import (
     skipped_inputs,
 )
 from rag_judge.evaluators._judge_used import Used
+from rag_judge.evaluators._judging import open_cache
 from rag_judge.evaluators._jury import (
     Aggregation,
     FailurePolicy,
@@ -34,9 +34,9 @@ from rag_judge.evaluators.base import DryRun, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_panel_chunks_sync
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.judge.verdicts import VERDICT_SHAPE, Reading, Scoring, Unscored, read_completion
-from rag_judge.llm import ClientConfig, LLMClient, SqliteCache, make_client, make_engine
+from rag_judge.llm import ClientConfig, LLMClient, make_client, make_engine
 from rag_judge.llm.base import Completion, CompletionRequest
-from rag_judge.llm.providers import check_capabilities
+from rag_judge.llm.providers import check_capabilities, no_calls
 from rag_judge.report.model import Signature
 
 __all__ = ["Jurors", "Panel", "jury_dry_run", "run_jury"]
@@ -188,7 +188,7 @@ def run_jury(
         return partial(read_completion, scoring=scoring, max_tokens=panel.max_tokens)
 
     tail = EvaluatorResult.empty(0, signatures)
-    with _shared_cache(panel.cache_path()) as cache:
+    with open_cache(panel.cache_path()) as cache:
         tail.usage = ask_panel_chunks_sync(
             [
                 partial(make_engine, config, cache=cache, client=c)
@@ -213,15 +213,17 @@ def jury_dry_run(
 ) -> DryRun:
     """What the jury would send, summed over its jurors, spending nothing (first requests
     only); a sample skipped for a missing input counts once. The cost is None unless every
-    juror has prices."""
-    panel.prepare()
-    jurors = Jurors.of(panel, client)
-    base = empty_result(len(samples), jurors.signatures[0])
-    jobs = _plan(panel, samples, jurors.scorings, base)
+    juror has prices. A missing API key does not stop it (``no_calls``), and it creates no
+    cache file."""
+    with no_calls():
+        panel.prepare()
+        jurors = Jurors.of(panel, client)
+        base = empty_result(len(samples), jurors.signatures[0])
+        jobs = _plan(panel, samples, jurors.scorings, base)
     keys = ("requests", "cache_hits", "prompt_tokens_estimate", "completion_tokens_max")
     totals = dict.fromkeys(keys, 0)
     costs: list[float | None] = []
-    with _shared_cache(panel.cache_path()) as cache:
+    with open_cache(panel.cache_path(), dry=True) as cache:
         for config, c, scoring in zip(panel.judges, jurors.clients, jurors.scorings, strict=True):
             with make_engine(config, cache=cache, client=c) as engine:
                 estimate = engine.dry_run([j.request for j in jobs[scoring]])
@@ -234,14 +236,3 @@ def jury_dry_run(
         cost_estimate=None if None in costs else sum(c for c in costs if c is not None),
         **totals,
     )
-
-
-@contextmanager
-def _shared_cache(path: Path | None) -> Iterator[SqliteCache | None]:
-    """One cache file opened once for every juror's engine (None: no cache), closed after."""
-    cache = SqliteCache(path) if path is not None else None
-    try:
-        yield cache
-    finally:
-        if cache is not None:
-            cache.close()

@@ -40,6 +40,7 @@ from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
+from rag_judge.llm.cache import CacheOption, cache_file
 from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import Signature
 from rag_judge.stats import bootstrap_ci
@@ -51,7 +52,9 @@ class PairwiseJudge(BaseModel):
     """Judges B's answers against A's on one rubric, in both orders (default: offline stub).
 
     ``rubric``: a built-in name, a ``.yaml`` rubric file or a Rubric that reads the answer; its
-    description and criteria are shown to the judge. ``cache``: SQLite file of completions.
+    description and criteria are shown to the judge. ``cache``: SQLite file of completions;
+    ``"default"`` (the default) is the judge cache every config shares (``judge.sqlite`` in
+    rag-judge's cache folder), so an interrupted or repeated comparison resumes; None: off.
     ``seed`` seeds the judge requests and the bootstrap. Validation checks the shape only;
     ``prepare()`` (called by ``compare``) reads a rubric file and compiles the template.
     """
@@ -60,7 +63,7 @@ class PairwiseJudge(BaseModel):
 
     rubric: str | Rubric = "correctness"
     client: ClientConfig = Field(default_factory=ClientConfig)
-    cache: Path | None = None
+    cache: CacheOption = "default"
     reask: int = Field(default=1, ge=0, le=3)
     seed: int = 0
     resamples: int = Field(default=1000, ge=1)
@@ -230,7 +233,7 @@ class PairwiseJudge(BaseModel):
                 calls.append((p, order))
                 requests.append(self._request(messages, judge.scores_labels))
         outcomes, usage = ask_sync(
-            lambda: make_engine(self.client, cache=self.cache, client=judge),
+            lambda: make_engine(self.client, cache=cache_file(self.cache), client=judge),
             requests,
             read_preference,
             shape=PAIRWISE_SHAPE,

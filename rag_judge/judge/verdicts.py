@@ -86,6 +86,9 @@ class Unscored(BaseModel):
 
     reason: str
     raw: str
+    # The reply states a verdict that is not a valid score (off the scale, not a number): a
+    # longer reply would not have fixed it, so a stop at max_tokens is not the reason.
+    stated: bool = False
 
 
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
@@ -106,7 +109,11 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
     complete, cut = _scan(text)
     obj, offset = _find_object(text, complete, cut)
     if obj is not None:
-        return _from_object(obj, text, offset)
+        found = _from_object(obj, text, offset)
+        if cut is not None and offset == cut.offset and isinstance(found, Unscored):
+            # The object was cut off: its score may be cut short too, so it is not "stated".
+            return found.model_copy(update={"stated": False})
+        return found
     if cut is not None and _JSON_START.match(text, cut.offset):
         # A JSON object cut off before its score: a "score: 3" inside its reason is not the
         # verdict (the judge may have been weighing it), so only the prose before it counts.
@@ -226,13 +233,13 @@ def _from_object(obj: dict[str, Any], text: str, offset: int) -> JudgeVerdict | 
     if isinstance(value, str):
         bare = _BARE.fullmatch(value)
         if bare is None:
-            return Unscored(reason=f"score {value!r} is not a number", raw=text)
+            return _invalid(f"score {value!r} is not a number", text)
         value, denom = bare.group(1), bare.group(2)
         if denom is not None and denom != "5":
-            return Unscored(reason=f"score {value}/{denom} is not on the 1-5 scale", raw=text)
+            return _invalid(f"score {value}/{denom} is not on the 1-5 scale", text)
     problem = _scale_problem(value)
     if problem:
-        return Unscored(reason=problem, raw=text)
+        return _invalid(problem, text)
     score = int(float(value))
     return JudgeVerdict(score=score, reason=reason.strip(), span=_span_after(text, key, offset))
 
@@ -266,10 +273,10 @@ def _from_prose(text: str, end: int | None = None) -> JudgeVerdict | Unscored:
         return Unscored(reason=f"ambiguous: the reply gives several scores ({listed})", raw=text)
     value, denom, span, whole, _ = chosen[-1]
     if denom is not None and denom != "5":
-        return Unscored(reason=f"score {value}/{denom} is not on the 1-5 scale", raw=text)
+        return _invalid(f"score {value}/{denom} is not on the 1-5 scale", text)
     problem = _scale_problem(value)
     if problem:
-        return Unscored(reason=problem, raw=text)
+        return _invalid(problem, text)
     return JudgeVerdict(score=int(float(value)), reason=_prose_reason(searched, whole), span=span)
 
 
@@ -292,6 +299,10 @@ def _prose_reason(text: str, whole: tuple[int, int]) -> str:
     reason = text[: whole[0]] + " " + text[whole[1] :]
     reason = _REASON_LABEL.sub("", _LINE_MARK.sub("", reason))
     return reason.strip(" *:=\n\t").lstrip(". ").rstrip(" *:")
+
+
+def _invalid(reason: str, text: str) -> Unscored:
+    return Unscored(reason=reason, raw=text, stated=True)
 
 
 def _scale_problem(value: Any) -> str | None:
@@ -388,10 +399,12 @@ def read_completion(
     With ``scoring="logprobs"`` and no usable logprobs in the reply (the server ignored
     ``logprobs``, or sent none for the score token), the stated score is kept and the reading
     says so: ``extra["logprobs_missing"] = True``. A reply that cannot be read and stopped at
-    the token limit (``finish_reason == "length"``) says that it was cut off at ``max_tokens``.
+    the token limit (``finish_reason == "length"``) says that it was cut off at ``max_tokens``,
+    unless it stated a verdict that is invalid as it stands (a score off the scale): a reply
+    that rambled on to the limit after ``"score": 7`` is told what is wrong with the 7.
     """
     found = _read(completion, scoring)
-    if isinstance(found, Unscored) and completion.finish_reason == "length":
+    if isinstance(found, Unscored) and completion.finish_reason == "length" and not found.stated:
         limit = "max_tokens" if max_tokens is None else f"max_tokens={max_tokens}"
         reason = (
             f"the reply was cut off at {limit} (finish_reason 'length') before a score could "

@@ -22,6 +22,9 @@ class LLMError(Exception):
     ``retryable`` tells the engine whether another attempt may succeed (429, 5xx, timeouts).
     ``retry_after`` is the server's Retry-After in seconds, when it sent one. ``attempts`` is
     how many attempts the engine made before giving up (None before the engine has seen it).
+    ``connected`` is False when the attempt never reached a server (the connection was refused,
+    the host not found, the connection not made in time): no server saw that request, and the
+    engine counts it in ``Usage.connect_errors``.
     """
 
     def __init__(
@@ -32,12 +35,14 @@ class LLMError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
         attempts: int | None = None,
+        connected: bool = True,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
         self.attempts = attempts
+        self.connected = connected
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,19 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from rag_judge._async import BackgroundWriter
 from rag_judge.llm.base import Completion
+from rag_judge.resources import cache_dir
 
-__all__ = ["SqliteCache"]
+__all__ = ["BUSY_TIMEOUT", "CacheOption", "SqliteCache", "cache_file"]
+
+T = TypeVar("T")
+# A judge's ``cache`` option: "default" (the cache every config shares), a file, or None (off).
+CacheOption = Literal["default"] | Path | None
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -32,6 +37,8 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
+# Seconds a statement waits for another process's lock on the file, creation included.
+BUSY_TIMEOUT = 30.0
 _INSERT = "INSERT OR REPLACE INTO completions (key, completion, created) VALUES (?, ?, ?)"
 _STORED_FIELDS = (
     "choices",
@@ -42,6 +49,61 @@ _STORED_FIELDS = (
     "finish_reason",
     "structured_output",
 )
+
+
+def cache_file(cache: CacheOption) -> Path | None:
+    """The completion cache: ``"default"`` is ``judge.sqlite`` in rag-judge's cache folder,
+    resolved now (not at import); None: no cache."""
+    return cache_dir() / "judge.sqlite" if cache == "default" else cache
+
+
+def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(
+        target, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None, uri=uri
+    )
+
+
+def _set_up(conn: sqlite3.Connection) -> None:
+    # Each statement is idempotent, so a retry after a lock starts over safely.
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode: a commit survives a killed process (not a power cut), and is cheap.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+    conn.execute(_SCHEMA)
+
+
+def _when_unlocked(path: Path, step: Callable[[], T]) -> T:
+    """``step()``, tried again while another connection holds the file locked, for up to
+    ``BUSY_TIMEOUT`` seconds. SQLite's busy timeout does not cover every statement: switching
+    a new file to WAL fails at once with "database is locked" while another process holds a
+    lock on it (two runs creating the default cache together), so that wait is done here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    delay = 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise sqlite3.OperationalError(
+                    f"judge cache {path}: {exc} (still locked by another process after "
+                    f"{BUSY_TIMEOUT:g} s)"
+                ) from None
+        _pause(delay)  # outside the except block: no chained error on the next failure
+        delay = min(delay * 2, 0.25)
+
+
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11)
+_pause = time.sleep  # between tries on a locked file (a test waits on it instead)
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if isinstance(code, int):
+        return code & 0xFF in _BUSY_CODES
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _retrieved(future: asyncio.Future[None]) -> None:
@@ -79,21 +141,50 @@ class SqliteCache:
     """Completions by request fingerprint in one SQLite file (created with its folders).
 
     Thread-safe within a process (one connection behind a lock, usable from the worker thread
-    ``JudgeEngine.run_sync`` may use); several processes may share the file.
+    ``JudgeEngine.run_sync`` may use); several processes may share the file, and several may
+    create it at once (setting it up waits for the others' locks, up to ``BUSY_TIMEOUT``).
+    ``read_only`` (see ``existing``) opens a file that exists and creates or sets up nothing.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    @classmethod
+    def existing(cls, path: str | Path) -> SqliteCache | None:
+        """The cache at ``path`` opened only to read it, or None when there is no cache there
+        yet: for a dry run, which must leave no file behind. No folder, file or table is
+        created; SQLite's ``-wal``/``-shm`` side files go again when the reader closes (unless
+        another process still has the file open), so nothing stays written."""
+        path = Path(path).expanduser()
+        if not path.is_file():
+            return None
+        cache = cls(path, read_only=True)
+        try:
+            found = _when_unlocked(
+                path,
+                lambda: cache._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'completions'"
+                ).fetchone(),
+            )
+        except BaseException:
+            cache.close()
+            raise
+        if found is None:  # a file no run has set up (created by hand, or empty)
+            cache.close()
+            return None
+        return cache
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a commit survives a killed process (not a power cut), and is cheap.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.execute(_SCHEMA)
+        if read_only:
+            self._conn = _connect(self.path.resolve().as_uri() + "?mode=rw", uri=True)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = _connect(str(self.path))
+            try:
+                _when_unlocked(self.path, lambda: _set_up(self._conn))
+            except BaseException:
+                self._conn.close()
+                raise
         self._writer: BackgroundWriter[tuple[str, str, float]] = BackgroundWriter(
             self._commit, name="rag-judge-cache"
         )
@@ -121,6 +212,7 @@ class SqliteCache:
 
     def put(self, key: str, completion: Completion) -> None:
         """Store one completion and commit at once (this is what makes a run resumable)."""
+        self._check_writable()
         blob = _encode(completion)
         with self._lock:
             self._conn.execute(_INSERT, (key, blob, time.time()))
@@ -131,10 +223,15 @@ class SqliteCache:
         The commit (about a twentieth of a millisecond, much more when SQLite checkpoints its
         WAL) happens on a writer thread, with the GIL released, instead of on the loop's
         thread between two calls; rows that queue up meanwhile share one transaction."""
+        self._check_writable()
         row = (key, _encode(completion), time.time())
         written = asyncio.wrap_future(self._writer.submit([row]))
         written.add_done_callback(_retrieved)  # a cancelled caller leaves no unread error
         await asyncio.shield(written)  # one cancelled caller must not cancel the write
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise RuntimeError(f"{self!r} was opened read-only (SqliteCache.existing)")
 
     def _commit(self, rows: list[tuple[str, str, float]]) -> None:
         with self._lock:

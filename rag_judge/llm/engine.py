@@ -355,6 +355,8 @@ class JudgeEngine:
                     except Exception as exc:  # a full disk costs a rerun, not this run
                         log.warning("could not cache a completion: %s", exc)
                 return result
+            if not result.connected:  # no server saw it: not a request it received
+                self.usage.connect_errors += 1
             delay = self._retry_delay(attempt, result)
             if delay is None:
                 self.usage.failures += 1
@@ -407,6 +409,7 @@ def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
         retry_after=error.retry_after,
         status=error.status,
         attempts=attempts,
+        connected=error.connected,
     )
 
 

@@ -1,5 +1,6 @@
 """Provider-neutral HTTP helpers: secret redaction, Retry-After parsing, the server's own
-explanation of an error from its reply body, and a count of the HTTP requests a call sent."""
+explanation of an error from its reply body, a count of the HTTP requests a call sent, and
+whether a failed request ever reached a server."""
 
 from __future__ import annotations
 
@@ -8,11 +9,20 @@ import email.utils
 import json
 import math
 import re
+import socket
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-__all__ = ["count_request", "counted_requests", "parse_retry_after", "redact", "server_text"]
+__all__ = [
+    "count_request",
+    "counted_requests",
+    "never_connected",
+    "parse_retry_after",
+    "redact",
+    "server_text",
+]
 
 
 _SECRETS = re.compile(r"(\bsk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-*]+|(Bearer\s+)\S+")
@@ -142,3 +152,33 @@ def counted_requests() -> Iterator[list[int]]:
         yield sent
     finally:
         _SENT.reset(token)
+
+
+# ---- whether a failed request reached a server ------------------------------------------
+
+
+def never_connected(exc: BaseException) -> bool:
+    """Whether ``exc`` failed before any connection was made (refused, host not found, the
+    connect step timed out), so that no server saw the request. A connection that broke after
+    it was made (reset, server disconnected) may have delivered it, and counts as seen."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and all(cause is not c for c in chain):
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    before: list[type[BaseException]] = [ConnectionRefusedError, socket.gaierror]
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        before.append(aiohttp.ClientConnectorError)
+        if hasattr(aiohttp, "ConnectionTimeoutError"):  # aiohttp >= 3.10: the connect step
+            before.append(aiohttp.ConnectionTimeoutError)
+    # httpx's ConnectTimeout means the connect step, except from the SDK's aiohttp bridge,
+    # which reports every aiohttp connection error as one: there the aiohttp error decides.
+    bridged = aiohttp is not None and any(isinstance(c, aiohttp.ClientError) for c in chain)
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None:
+            before.append(module.ConnectError)
+            if not bridged:
+                before.append(module.ConnectTimeout)
+    return any(isinstance(c, tuple(before)) for c in chain)

@@ -3,6 +3,8 @@ what reaches the judgments, the signature and the usage is what the server actua
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import pytest
@@ -75,3 +77,48 @@ def test_a_fastapi_refusal_is_recorded_with_the_servers_words_and_counted() -> N
         assert "Server is pinned to 'smollm2'" in failure.message
     # A 400 about the model, not the format: no resend, and every request is in the usage.
     assert received == 3 and result.usage.requests + result.usage.retries == received
+
+
+# ---- the signature and the run-level notes say what the server did (issue 27, item 20) ----
+
+
+def test_a_server_that_ignores_n_is_not_signed_n_3(caplog: pytest.LogCaptureFixture) -> None:
+    with FakeOpenAIServer(ignores={"n"}) as srv:
+        result = _judge(srv, n=3, temperature=0.7).evaluate(SAMPLES)
+    for metric in ("answer_relevance", "answer_relevance_norm"):
+        assert result.signatures[metric].options["n"] == "3→1"
+        assert "|n:3→1|" in result.signatures[metric].render()
+    assert "n=3 choices were asked for" in caplog.text and "answer_relevance 3 of 3" in caplog.text
+
+
+def test_a_server_that_sends_fewer_choices_for_some_replies_is_signed_with_both() -> None:
+    def some_short(body: dict[str, Any]) -> Reply:
+        short = "Question 2?" in json.dumps(body)
+        return Reply(content='{"reason": "r", "score": 4}', choices=1 if short else None)
+
+    with FakeOpenAIServer(some_short) as srv:
+        result = _judge(srv, n=3, temperature=0.7).evaluate(SAMPLES)
+    judged = [j["answer_relevance"] for j in result.judgments]
+    assert [j.choices_received for j in judged] == [None, 1, None]
+    assert result.signatures["answer_relevance"].options["n"] == "3→1,3"
+    with FakeOpenAIServer() as srv:  # a server that honours n: the signature says n:3
+        honoured = _judge(srv, n=3, temperature=0.7).evaluate(SAMPLES)
+    assert honoured.signatures["answer_relevance"].options["n"] == "3"
+
+
+def test_an_ignored_response_format_gets_a_run_level_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def prose(body: dict[str, Any]) -> str:
+        return "The answer addresses the question.\nScore: 4"
+
+    with FakeOpenAIServer(prose, ignores={"response_format"}) as srv:
+        _judge(srv).evaluate(SAMPLES)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1
+    assert "seems to ignore response_format" in warned[0]
+    assert warned[0].endswith(": answer_relevance 3 of 3")
+    caplog.clear()
+    with FakeOpenAIServer() as srv:  # JSON as the schema asks: nothing to say
+        _judge(srv).evaluate(SAMPLES)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]

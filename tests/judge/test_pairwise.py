@@ -58,6 +58,12 @@ def _client(responder: Any) -> StubClient:
     return StubClient(scripted(responder))
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pairwise judge caches by default, and these scripted stubs share one model name.
+    monkeypatch.setenv("RAG_JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def test_position_biased_judge_flips_every_pair_into_a_tie() -> None:
     result = PairwiseJudge().compare(A, B, client=_client(_first))
     c = result.counts
@@ -220,8 +226,8 @@ def test_contexts_rubric_shows_each_answer_its_own_contexts() -> None:
 
 
 def test_same_verdicts_twice_and_from_the_cache(tmp_path: Path) -> None:
-    first = PairwiseJudge().compare(A, B, client=_client(_longer)).to_dict()
-    second = PairwiseJudge().compare(A, B, client=_client(_longer)).to_dict()
+    first = PairwiseJudge(cache=None).compare(A, B, client=_client(_longer)).to_dict()
+    second = PairwiseJudge(cache=None).compare(A, B, client=_client(_longer)).to_dict()
     assert first == second
     judge = PairwiseJudge(cache=tmp_path / "c.sqlite")
     cold = judge.compare(A, B, client=_client(_longer))
@@ -230,6 +236,27 @@ def test_same_verdicts_twice_and_from_the_cache(tmp_path: Path) -> None:
     assert warm_client.calls == 0 and warm.usage.cache_hits == 10
     assert [p.outcome for p in warm.pairs] == [p.outcome for p in cold.pairs]
     assert all(v.cached for p in warm.pairs for v in p.verdicts)
+
+
+def test_the_shared_judge_cache_is_the_default_so_a_comparison_resumes(tmp_path: Path) -> None:
+    # Ctrl-C during `rag-judge pairwise` promises that rerunning resumes: that needs a cache
+    # when none was named, as the rubric judge has (judge.sqlite in the cache folder).
+    cold = PairwiseJudge().compare(A, B, client=_client(_longer))
+    assert (tmp_path / "cache" / "judge.sqlite").is_file() and cold.usage.requests == 10
+    warm_client = _client(_first)  # would answer differently: must not be called
+    warm = PairwiseJudge().compare(A, B, client=warm_client)
+    assert warm_client.calls == 0 and warm.usage.cache_hits == 10
+    assert [p.outcome for p in warm.pairs] == [p.outcome for p in cold.pairs]
+    off = PairwiseJudge(cache=None).compare(A, B, client=_client(_first))
+    assert off.usage.requests == 10 and off.usage.cache_hits == 0
+
+
+def test_the_cli_caches_by_default_and_no_cache_turns_it_off() -> None:
+    parser = argparse.ArgumentParser(prog="rag-judge")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    assert parser.parse_args(["pairwise", "a", "b"]).cache == "default"
+    assert parser.parse_args(["pairwise", "a", "b", "--no-cache"]).cache is None
+    assert parser.parse_args(["pairwise", "a", "b", "--cache", "c.db"]).cache == Path("c.db")
 
 
 def test_json_and_markdown_output() -> None:
@@ -345,7 +372,8 @@ def test_table_prints_each_question_s_two_verdicts() -> None:
     assert lines[head + 1].split() == q1
     assert lines[head + 4].startswith("q4  A ")
     assert lines[head + 5].split()[:3] == ["q5", "tie", "tie:"]
-    flipped = PairwiseJudge().compare(A[:1], B[:1], client=_client(_first)).to_table()
+    flipped = PairwiseJudge(cache=None).compare(A[:1], B[:1], client=_client(_first))
+    flipped = flipped.to_table()
     row = next(line for line in flipped.splitlines() if line.startswith("q1 "))
     reason = ["the", "first", "answer", "is", "better"]
     note = ["verdict", "flipped", "with", "the", "order"]

@@ -48,7 +48,8 @@ def test_a_scoring_client_gives_verdicts_from_its_distribution() -> None:
         probs = {"1": 0.25, "2": 0.25, "tie": 0.5} if one == two else longer
         return Completion(choices=[max(probs, key=lambda k: probs[k])], score_probs=probs)
 
-    result = PairwiseJudge().compare(A, B, client=Scoring(respond, model="scoring"))
+    scoring = Scoring(respond, model="scoring")
+    result = PairwiseJudge(cache=None).compare(A, B, client=scoring)  # every request seen
     assert [p.outcome for p in result.pairs] == ["B", "tie"]
     assert result.win_rate == pytest.approx(0.75) and result.position_consistency == 1.0
     first = seen[0]

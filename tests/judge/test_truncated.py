@@ -103,6 +103,28 @@ def test_a_reply_stopped_at_max_tokens_says_so_and_suggests_raising_it() -> None
     assert isinstance(reading, Reading) and reading.value == 4
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"reason": "r", "score": 7}\nLet me elaborate on every claim', "score 7 is outside"),
+        ('{"reason": "r", "score": 3.5} and then at length', "half points are not used"),
+        ('{"reason": "r", "score": "four"} and then at length', "is not a number"),
+        ("Score: 4/10. Now, point by point, the answer", "score 4/10 is not on the 1-5 scale"),
+    ],
+)
+def test_a_complete_invalid_verdict_that_rambled_to_max_tokens_is_not_told_to_raise_it(
+    text: str, why: str
+) -> None:
+    # The reply stated its verdict in full and then ran on to the limit: more tokens would not
+    # make 7 a score on the 1-5 scale, so the reason is the verdict's problem alone.
+    found = read_completion(Completion([text], finish_reason="length"), "json", max_tokens=64)
+    reason = _reason(found)
+    assert why in reason and "max_tokens" not in reason and "cut off" not in reason
+    # A score cut short inside an object left open is still the budget's fault.
+    cut = Completion(['{"reason": "r", "score": "'], finish_reason="length")
+    assert _reason(read_completion(cut, "json", max_tokens=64)).endswith("raise max_tokens")
+
+
 def _reason(found: Reading | Unscored) -> str:
     assert isinstance(found, Unscored), found
     return found.reason

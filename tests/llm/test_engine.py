@@ -154,6 +154,19 @@ def test_retry_after_is_honoured_exactly() -> None:
     assert engine.usage.retries == 1 and engine.usage.requests == 1
 
 
+def test_attempts_that_never_reached_a_server_are_connect_errors() -> None:
+    clock = FakeClock()
+    refused = LLMError("connection failed (refused)", retryable=True, connected=False)
+    plan = {"a": [refused, LLMError("overloaded", retryable=True, status=503)]}
+    engine = JudgeEngine(ScriptedClient(plan), clock=clock, sleep=clock.sleep)
+    (result,) = asyncio.run(engine.run([req("a")]))
+    assert isinstance(result, Completion) and result.attempts == 3
+    usage = engine.usage
+    assert (usage.requests, usage.retries, usage.connect_errors) == (1, 2, 1)
+    assert usage.requests + usage.retries - usage.connect_errors == 2  # the 503 and the reply
+    assert (usage + usage).connect_errors == 2  # summed like every other count
+
+
 def test_backoff_doubles_is_capped_and_jittered() -> None:
     clock = FakeClock()
     plan = {"a": [LLMError("boom", retryable=True, status=500) for _ in range(9)]}

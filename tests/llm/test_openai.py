@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import logging
 import socket
+import threading
 import time
 from email.utils import formatdate
 from pathlib import Path
@@ -18,6 +19,7 @@ from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMEr
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.http import parse_retry_after, redact
+from rag_judge.llm.providers import check_client, no_calls
 from rag_judge.llm.providers.openai import OpenAIClient, key_problem
 from tests.fake_openai_server import FakeOpenAIServer, Reply, chat, error, hang, malformed
 
@@ -231,9 +233,42 @@ def test_connection_refused_is_retryable() -> None:
         port = s.getsockname()[1]  # closed again before use: nothing listens there
     client = OpenAIClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV)
     sleeps = Sleeps()
-    (result,) = asyncio.run(JudgeEngine(client, max_attempts=2, sleep=sleeps).run([req()]))
-    assert isinstance(result, LLMError) and result.retryable
+    engine = JudgeEngine(client, max_attempts=2, sleep=sleeps)
+    (result,) = asyncio.run(engine.run([req()]))
+    assert isinstance(result, LLMError) and result.retryable and not result.connected
     assert "connection failed" in str(result) and len(sleeps.seen) == 1
+    # No server saw either attempt: the usage's formula for requests received gives 0.
+    usage = engine.usage
+    assert (usage.requests, usage.retries, usage.connect_errors, usage.failures) == (1, 1, 2, 1)
+    assert usage.requests + usage.retries - usage.connect_errors == 0
+
+
+def test_a_reset_connection_counts_as_received_not_as_a_connect_error() -> None:
+    # A server that accepts the connection, reads the request and closes without replying saw
+    # the request: it is no connect error.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        received: list[bytes] = []
+
+        def serve() -> None:
+            for _ in range(2):
+                conn, _ = listener.accept()
+                with conn:
+                    received.append(conn.recv(65536))
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        client = OpenAIClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV)
+        engine = JudgeEngine(client, max_attempts=2, sleep=Sleeps())
+        (result,) = asyncio.run(engine.run([req()]))
+        server.join(10)
+    assert isinstance(result, LLMError) and result.connected
+    assert len(received) == 2 and all(r.startswith(b"POST /v1/chat/completions") for r in received)
+    usage = engine.usage
+    assert (usage.requests, usage.retries, usage.connect_errors) == (1, 1, 0)
+    assert usage.requests + usage.retries - usage.connect_errors == len(received)
 
 
 def test_every_request_is_accounted_for_in_a_mixed_batch() -> None:
@@ -272,10 +307,19 @@ def test_run_sync_twice_gets_a_fresh_sdk_client_per_loop() -> None:
 
 def test_missing_key_for_the_openai_api_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    config = ClientConfig(provider="openai", model="gpt-x", api_key_env="NO_SUCH_KEY_VAR")
     with pytest.raises(ConfigError, match="environment variable NO_SUCH_KEY_VAR is not set") as err:
-        OpenAIClient("gpt-x", api_key_env="NO_SUCH_KEY_VAR")
+        check_client(config)  # the prepare step's check, before any call
     assert err.value.loc == ("api_key_env",)
-    # the same check, without building a client: for the prepare step
+    # A dry run calls nothing: the problem is noted for it to mention, not raised.
+    with no_calls() as unchecked:
+        check_client(config)
+    assert len(unchecked) == 1 and "NO_SUCH_KEY_VAR is not set" in unchecked[0]
+    # Building the client calls nothing and needs no key; a call fails for good, saying why.
+    client = OpenAIClient("gpt-x", api_key_env="NO_SUCH_KEY_VAR")
+    (result,) = asyncio.run(JudgeEngine(client, sleep=Sleeps()).run([req()]))
+    assert isinstance(result, LLMError) and not result.retryable and result.attempts == 1
+    assert str(result) == f"api.openai.com: {key_problem('NO_SUCH_KEY_VAR', None)}"
     assert "NO_SUCH_KEY_VAR is not set" in (key_problem("NO_SUCH_KEY_VAR", None) or "")
     assert key_problem("NO_SUCH_KEY_VAR", "http://localhost:8000/v1") is None  # may need none
     monkeypatch.setenv("NO_SUCH_KEY_VAR", "sk-secret-value")

@@ -8,8 +8,10 @@ lives here, beside the registry it is validated against (and re-exported as
 
 from __future__ import annotations
 
+import contextvars
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -26,6 +28,7 @@ __all__ = [
     "check_capabilities",
     "check_client",
     "make_client",
+    "no_calls",
     "provider_names",
 ]
 
@@ -174,15 +177,46 @@ CHECKS: dict[str, Callable[[ClientConfig], None]] = {"openai": _check_openai}
 ``ConfigError`` whose ``loc`` names the ``ClientConfig`` key at fault. Optional per provider."""
 
 
+_UNCHECKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "rag_judge_no_calls", default=None
+)
+
+
+@contextmanager
+def no_calls() -> Iterator[list[str]]:
+    """A block in which no model will be called (a dry run: it spends nothing). ``check_client``
+    then lets a ``CHECKS`` problem (a missing API key) pass and adds its message to the list
+    this yields, for the caller to mention; an unregistered provider is still an error."""
+    outer = _UNCHECKED.get()
+    if outer is not None:  # nested (a dry run inside the CLI's): the outer block hears of it
+        yield outer
+        return
+    unchecked: list[str] = []
+    token = _UNCHECKED.set(unchecked)
+    try:
+        yield unchecked
+    finally:
+        _UNCHECKED.reset(token)
+
+
 def check_client(config: ClientConfig) -> None:
     """Raise a ``ConfigError`` (its ``loc`` the key at fault, e.g. ``("api_key_env",)``) for a
     problem with ``config`` known before any call, such as a missing API key; the value of a key
-    is never part of the message. Builds no client and calls nothing."""
+    is never part of the message. Builds no client and calls nothing. Inside ``no_calls()`` the
+    problem is noted there instead of raised."""
     if config.provider not in PROVIDERS:
         raise ConfigError(_unknown(config.provider), loc=("provider",))
     check = CHECKS.get(config.provider)
-    if check is not None:
+    if check is None:
+        return
+    unchecked = _UNCHECKED.get()
+    try:
         check(config)
+    except ConfigError as exc:
+        if unchecked is None:
+            raise
+        if str(exc) not in unchecked:
+            unchecked.append(str(exc))
 
 
 def provider_names() -> str:

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from rag_judge.errors import ConfigError
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
-from rag_judge.llm.http import count_request, parse_retry_after, redact, server_text
+from rag_judge.llm.http import (
+    count_request,
+    never_connected,
+    parse_retry_after,
+    redact,
+    server_text,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -140,9 +146,8 @@ class OpenAIClient:
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.structured_output = structured_output
-        problem = key_problem(api_key_env, self.base_url)
-        if problem:
-            raise ConfigError(problem, loc=("api_key_env",))
+        # The key is not checked here: building a client calls nothing, and a dry run builds
+        # one without a key. ``check_client`` checks it before a run; a call without it fails.
         try:  # imported here, outside any event loop: importing takes a second
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -236,6 +241,9 @@ class OpenAIClient:
         return params
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        problem = key_problem(self.api_key_env, self.base_url)
+        if problem:  # not retryable: the environment will not change during the run
+            raise LLMError(f"{self.base_url or 'api.openai.com'}: {problem}")
         use_format = self.structured_output and request.json_schema is not None
         outcome = await self._create(request, use_format)
         if use_format and isinstance(outcome, _StatusError) and outcome.refuses_format:
@@ -281,11 +289,19 @@ class OpenAIClient:
         refused = _refusal(exc)
         timed_out = isinstance(exc, openai.APITimeoutError | TimeoutError)
         if timed_out and refused is None:
-            return LLMError(f"{where}: no reply within {self.timeout:g} s", retryable=True)
+            return LLMError(
+                f"{where}: no reply within {self.timeout:g} s",
+                retryable=True,
+                connected=not never_connected(exc),
+            )
         if isinstance(exc, openai.APIConnectionError) or refused is not None or _aiohttp_error(exc):
             cause = refused or exc.__cause__ or exc
             detail = f" ({redact(str(cause), key)})" if str(cause) else ""
-            return LLMError(f"{where}: connection failed{detail}", retryable=True)
+            return LLMError(
+                f"{where}: connection failed{detail}",
+                retryable=True,
+                connected=not never_connected(exc),
+            )
         if isinstance(exc, ValueError):  # a 2xx body that is not JSON
             return LLMError(f"{where}: the reply is not JSON ({redact(str(exc), key)})")
         if isinstance(exc, openai.APIStatusError):
