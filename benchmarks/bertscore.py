@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bertscore.py --pairs 300
     .venv/bin/python benchmarks/bertscore.py --device cuda --batch-sizes 64,256
     .venv/bin/python benchmarks/bertscore.py --layer-study         # the default layer's basis
+    .venv/bin/python benchmarks/bertscore.py --processes --busy 2  # new processes, busy CPU
 
 Pairs of about 20 words (a reference and an edited copy as the candidate), all-MiniLM-L6-v2 at
 the evaluator's default layer. Wall-clock pairs/s of
@@ -41,6 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import _bertscore_processes as processes
 
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.bertscore import METRICS, BERTScoreEvaluator
@@ -337,10 +340,19 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layer-study", action="store_true", help="print the per-layer study")
+    ap.add_argument(
+        "--processes", action="store_true",
+        help="each run a new process, demo and 1,000 pairs (benchmarks/_bertscore_processes.py)",
+    )  # fmt: skip
     add_arguments(ap)
+    processes.add_arguments(ap)
     args = ap.parse_args()
     if args.layer_study:
         layer_study()
+        return
+    if args.processes:
+        args.batch_size = int(args.batch_sizes.split(",")[0])
+        processes.main(args)
         return
     args.bertscore_pairs = args.pairs
     bertscore_section(args)

@@ -153,3 +153,39 @@ def test_batch_tokenizer_gives_the_tokenizers_own_ids() -> None:
     assert got == want["input_ids"]
     assert len(got[len(TEXTS)]) == M.max_tokens(tok) and got[len(TEXTS)][-1] == tok.sep_token_id
     assert tok.backend_tokenizer.truncation == shared  # ours is a private copy
+
+
+def test_small_batches_run_on_one_thread_and_large_ones_on_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a busy machine every parallel operation of a small batch waits at its barrier for a
+    # descheduled thread (issue 27, item 21): such batches, the probe and the weights' reorder
+    # take one thread; a batch of SMALL_BATCH_TOKENS tokens or more keeps torch's threads.
+    runtime = E.EncoderRuntime()
+    enc = E.Encoder.open(M.DEFAULT_MODEL, 6, "cpu", batch_size=64, runtime=runtime)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen: list[tuple[int, int]] = []
+        loading: list[int] = []
+        speed_up = cpu.speed_up
+        monkeypatch.setattr(
+            cpu, "speed_up", lambda m: loading.append(torch.get_num_threads()) or speed_up(m)
+        )
+        model = runtime.models.model(enc.files, 6, "cpu", "fp32")
+        forward = model.forward
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            seen.append((int(kwargs["input_ids"].numel()), torch.get_num_threads()))
+            return forward(*args, **kwargs)
+
+        monkeypatch.setattr(model, "forward", counting)
+        small = ["a short text", "another short one"]
+        # 64 texts of one length: 64 x 18 tokens, above the threshold.
+        large = [f"text number {i} " + "word " * 14 for i in range(64)]
+        enc.encode(small + large)
+        assert loading == [1] and torch.get_num_threads() == 2
+        assert {threads for tokens, threads in seen if tokens < cpu.SMALL_BATCH_TOKENS} == {1}
+        assert {threads for tokens, threads in seen if tokens >= cpu.SMALL_BATCH_TOKENS} == {2}
+    finally:
+        torch.set_num_threads(before)

@@ -18,6 +18,11 @@ has reproduced its unchanged output on a probe batch.
   passes an attention mask (it groups texts of equal length), so the layer takes none.
 * Other layers keep their code, with the eager attention (:data:`ATTENTION`): SDPA's flash
   kernel is about twice as slow on short unmasked sequences.
+* Small work runs on one thread (:func:`threads_for`): the probe, the weights' reorder and any
+  batch under :data:`SMALL_BATCH_TOKENS` tokens. Each parallel operation ends at a barrier
+  where every thread must arrive; on a busy machine a descheduled thread holds the others for
+  a time slice, and a small batch's many short operations pay that wait far more often than
+  its second thread saves (``docs/bertscore.md``: 34 pairs took 1.5-2.5x bert-score's time).
 
 Nothing changes where torch may compute fp32 products in lower precision
 (``torch.set_float32_matmul_precision``, oneDNN's ``fp32_precision``).
@@ -25,16 +30,44 @@ Nothing changes where torch may compute fp32 products in lower precision
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
-__all__ = ["ATTENTION", "FastLayer", "PackedLinear", "can_pack", "speed_up"]
+__all__ = [
+    "ATTENTION",
+    "SMALL_BATCH_TOKENS",
+    "FastLayer",
+    "PackedLinear",
+    "can_pack",
+    "speed_up",
+    "threads_for",
+]
 
 ATTENTION = "eager"  # the attention implementation a CPU model is loaded with (see above)
 _PROBE_TOLERANCE = 1e-4  # of the output's scale: float rounding passes, a wrong kernel does not
 _ROWS_HINT = 2048  # rows per product the weights' layout is chosen for (any count works)
+# Below this many tokens (texts x length) a batch runs on one thread; see the module's notes.
+SMALL_BATCH_TOKENS = 1024
+
+
+@contextmanager
+def threads_for(tokens: int) -> Iterator[None]:
+    """torch's intra-op threads for a forward pass over ``tokens`` tokens: one thread below
+    :data:`SMALL_BATCH_TOKENS`, else as configured; restored on exit. torch's thread count is
+    the process's, so this assumes no other thread computes with torch meanwhile."""
+    have = torch.get_num_threads()
+    want = 1 if tokens < SMALL_BATCH_TOKENS else have
+    if want == have:
+        yield
+        return
+    torch.set_num_threads(want)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(have)
 
 
 def can_pack() -> bool:

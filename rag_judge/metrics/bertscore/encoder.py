@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, fields
 from itertools import chain
 from typing import Any
@@ -110,6 +111,10 @@ def _equal_length_batches(
     bounds = np.flatnonzero(np.diff(lengths[ordered])) + 1
     for group in np.split(ordered, bounds):
         yield from np.array_split(group, -(-len(group) // size))
+
+
+def _unchanged(tokens: int) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 def _size(emb: TokenEmbeddings) -> int:
@@ -243,12 +248,18 @@ class Encoder:
         order = sorted(range(len(texts)), key=lambda i: (lengths[i], texts[i]))
         out: dict[str, TokenEmbeddings] = {}
         device = next(model.parameters()).device
+        threads: Callable[[int], AbstractContextManager[None]] = _unchanged
+        if device.type == "cpu":  # small batches on one thread (see cpu.threads_for)
+            from rag_judge.metrics.bertscore import cpu
+
+            threads = cpu.threads_for
         with torch.inference_mode():
             for batch in _equal_length_batches(order, lengths, self.batch_size):
                 ids = flat[starts[batch][:, None] + np.arange(lengths[batch[0]])]
                 x = torch.from_numpy(ids).to(device)
-                hidden = torch.nn.functional.normalize(model(input_ids=x)[0].float(), dim=-1)
-                vectors = hidden.cpu().numpy()
+                with threads(ids.size):
+                    hidden = model(input_ids=x)[0].float()
+                    vectors = torch.nn.functional.normalize(hidden, dim=-1).cpu().numpy()
                 self.stats.forward_calls += 1
                 self.stats.texts_encoded += len(batch)
                 done = [
