@@ -2,6 +2,8 @@
 judge share (a low layer, so ``llm`` and ``metrics`` can both read them):
 
 - ``split_claims``: an answer's sentences, the stub's and the fallback's claim splitter;
+  ``sentence_spans`` where they sit, and ``source_sentences``: which sentence each claim the
+  judge wrote came from (a claim carries the citation markers of its source sentence);
 - ``Citations``: citation markers (``[1]``, ``[d3]``, ``[1, 3]``) found by a regex and mapped
   to context ranks, by rank number, by context id, or either;
 - ``is_abstention``: the rule that calls an answer a refusal to answer.
@@ -20,7 +22,10 @@ __all__ = [
     "Citations",
     "claim_sentences",
     "is_abstention",
+    "sentence_spans",
+    "source_sentences",
     "split_claims",
+    "states_something",
 ]
 
 # A sentence ends at . ! ? (and closing quotes or brackets after it, and citation markers
@@ -48,10 +53,54 @@ def split_claims(text: str) -> list[str]:
     return [c for c in claims if c]
 
 
+def states_something(sentence: str) -> bool:
+    """Whether a sentence can be a claim: two words or more (a bare "Yes." or "Sure!" states
+    nothing to check on its own)."""
+    return len(re.findall(r"[^\W\d_]+", sentence)) >= 2
+
+
 def claim_sentences(answer: str) -> list[str]:
-    """The answer's sentences that can be claims: those with two words or more (a bare "Yes."
-    or "Sure!" states nothing to check on its own)."""
-    return [c for c in split_claims(answer) if len(re.findall(r"[^\W\d_]+", c)) >= 2]
+    """The answer's sentences that can be claims (``states_something``)."""
+    return [c for c in split_claims(answer) if states_something(c)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Where each sentence of ``split_claims(text)`` sits in ``text``: (start, end) offsets."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for sentence in split_claims(text):
+        # a sentence is a stripped run of ``text``: it is found, at or after the last one
+        start = text.find(sentence, at)
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    return spans
+
+
+def source_sentences(claims: Sequence[str], sentences: Sequence[str]) -> list[int | None]:
+    """The 0-based index of the sentence each claim came from (None when there are no
+    sentences). A judge rewrites claims (pronouns resolved, one sentence split in several), so
+    the match is fuzzy: the sentence with the highest ``rapidfuzz.fuzz.partial_ratio`` to the
+    claim, both lower-cased with punctuation (and so citation markers' brackets) dropped.
+    Ties (a sentence repeated) go to the first tied sentence at or after the previous claim's
+    (claims come in the answer's order) that no claim took yet, else the first at or after
+    it, else the first."""
+    from rapidfuzz import fuzz, utils  # imported when used: text.py is on light import paths
+
+    targets = [utils.default_process(s) for s in sentences]
+    out: list[int | None] = []
+    previous = 0
+    for claim in claims:
+        if not targets:
+            out.append(None)
+            continue
+        text = utils.default_process(claim)
+        scores = [fuzz.partial_ratio(text, t) for t in targets]
+        tied = [i for i, score in enumerate(scores) if score == max(scores)]
+        later = [i for i in tied if i >= previous]
+        pick = next((i for i in later if i not in out), (later or tied)[0])
+        out.append(pick)
+        previous = pick
+    return out
 
 
 # Group 1 holds one key or several separated by commas or semicolons: [1], [d3], [1, 3].
@@ -65,7 +114,8 @@ class Citations:
     keys, separated by commas or semicolons. A key names a context by its 1-based rank
     (``rank``), by its id (``id``), or (``auto``) by id when a context has that id, else by
     rank when it is a number in range. A key that names no retrieved context maps to rank 0:
-    a citation pointing at nothing the system retrieved."""
+    a citation pointing at nothing the system retrieved; each distinct such key is its own
+    citation (``[1][5][6]`` over two contexts is three citations, two of them to nothing)."""
 
     pattern: str = DEFAULT_CITATION_PATTERN
     refers_to: RefersTo = "auto"
@@ -82,17 +132,21 @@ class Citations:
         return out
 
     def ranks(self, text: str, ids: Sequence[str | None]) -> tuple[int, ...]:
-        """The 1-based context ranks the markers of ``text`` point at (0: none of them),
-        each once, in order of first citation; ``ids`` are the retrieved contexts' ids."""
+        """The 1-based context ranks the markers of ``text`` point at, in order of first
+        citation: each retrieved context once, and a 0 for each distinct key that names
+        nothing retrieved; ``ids`` are the retrieved contexts' ids."""
         by_id = {cid: r for r, cid in enumerate(ids, start=1) if cid is not None}
         out: list[int] = []
+        seen: set[int | str] = set()  # ranks cited, and the keys that name nothing
         for key in self.keys(text):
             rank = 0
             if self.refers_to != "rank" and key in by_id:
                 rank = by_id[key]
             elif self.refers_to != "id" and key.isdigit() and 1 <= int(key) <= len(ids):
                 rank = int(key)
-            if rank not in out:
+            once: int | str = rank or key
+            if once not in seen:
+                seen.add(once)
                 out.append(rank)
         return tuple(out)
 

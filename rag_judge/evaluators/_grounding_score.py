@@ -3,32 +3,58 @@
 
 The rules, in one place (``docs/grounding.md`` shows them as a table):
 
-- no answer: every metric is a missing input;
+- no answer, or a blank one: every metric is a missing input (as for ``type: judge``; a blank
+  answer is not a deliberate refusal);
 - claims could not be read (after the re-ask) or the call failed: every metric fails with why;
 - the answer abstains: ``claims`` is 0, ``answer_rate`` 0, ``over_refusal_rate`` 1 on an
   answerable question, ``unsupported_answer_rate`` 0 on an unanswerable one; the claim and
   citation metrics do not apply (``not_applicable``: never NaN, never a silent 1);
 - the answer answers: ``answer_rate`` 1, ``over_refusal_rate`` 0 on an answerable question,
   ``unsupported_answer_rate`` 1 on an unanswerable one; the claim metrics come from the
-  verdicts (unscored when those could not be read; missing input without contexts);
+  verdicts (unscored when those could not be read; missing input without contexts), and a
+  claim never judged is ``unchecked``, never ``unsupported``;
 - a rate whose condition the sample does not meet (or does not state: no ``answerable``)
   does not apply to it.
+
+Citations are read from the answer, never from the judge's claim texts: each claim is mapped
+to the answer sentence it came from (:func:`rag_judge.text.source_sentences`) and cites that
+sentence's markers. ``mode: any`` scores them per claim (:func:`rag_judge.metrics.grounding.
+grounding`), ``mode: alce`` per sentence from the judge's ALCE replies (``alce_citations``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from rag_judge.data.sample import Sample
-from rag_judge.judge.claims import ClaimList, ClaimVerdict
+from rag_judge.judge.claims import ClaimList, ClaimVerdict, StatementVerdict
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import LLMError
-from rag_judge.metrics.grounding import Claim, grounding
-from rag_judge.report.model import ClaimJudgment, Failure, FailureKind, Judgment
-from rag_judge.text import Citations
+from rag_judge.metrics.grounding import Claim, Statement, alce_citations, grounding
+from rag_judge.report.model import UNCHECKED, ClaimJudgment, Failure, FailureKind, Judgment
+from rag_judge.text import (
+    DEFAULT_CITATION_PATTERN,
+    Citations,
+    sentence_spans,
+    source_sentences,
+    split_claims,
+    states_something,
+)
 
-__all__ = ["CITATION_METRICS", "CLAIM_METRICS", "RATE_METRICS", "Scored", "score_sample"]
+__all__ = [
+    "CITATION_METRICS",
+    "CLAIM_METRICS",
+    "RATE_METRICS",
+    "CitationOptions",
+    "Scored",
+    "answer_missing",
+    "score_sample",
+    "statements",
+]
 
 CLAIM_METRICS = (
     "claims",
@@ -41,6 +67,60 @@ CITATION_METRICS = ("citation_recall", "citation_precision", "misattribution")
 RATE_METRICS = ("answer_rate", "over_refusal_rate", "unsupported_answer_rate")
 
 Found = ClaimList | Unscored | LLMError | None
+Checked = list[ClaimVerdict] | Unscored | LLMError | None
+Supported = list[StatementVerdict] | Unscored | LLMError | None  # the ALCE round's outcome
+CitationMode = Literal["any", "alce"]
+
+
+class CitationOptions(BaseModel):
+    """How citation markers are read: ``pattern``'s group 1 holds the keys (``[1]``, ``[d3]``,
+    ``[1, 3]`` by default); ``refers_to`` maps a key to a context by ``rank``, by ``id``, or
+    ``auto`` (id first, then rank). ``required``: an answer without markers scores citation
+    recall 0 (ALCE) instead of having no citation metrics. ``mode``: ``any`` (per claim: one
+    cited context supporting it on its own recalls it) or ``alce`` (ALCE's definitions, per
+    sentence: the cited set must jointly entail it, a citation must be needed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pattern: str = DEFAULT_CITATION_PATTERN
+    refers_to: Literal["auto", "rank", "id"] = "auto"
+    required: bool = False
+    mode: CitationMode = "any"
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
+        if compiled.groups > 1:
+            raise ValueError(f"pattern {value!r}: use one group, around the marker's keys")
+        return value
+
+    def reader(self) -> Citations:
+        return Citations(self.pattern, self.refers_to)
+
+
+def answer_missing(sample: Sample) -> Failure | None:
+    """A ``missing_input`` failure for a sample with no answer or a blank one, else None."""
+    if sample.answer is None:
+        return Failure(kind=FailureKind.MISSING_INPUT, message="field 'answer' is missing")
+    if not sample.answer.strip():
+        return Failure(kind=FailureKind.MISSING_INPUT, message="field 'answer' is empty")
+    return None
+
+
+def statements(sample: Sample, reader: Citations) -> list[tuple[str, tuple[int, ...]]]:
+    """ALCE's statements: the answer's sentences that state something, each without its
+    markers and with the ranks they cite (0: a key naming nothing retrieved)."""
+    ids = [c.id for c in sample.contexts]
+    out = []
+    for sentence in split_claims(sample.answer or ""):
+        text = reader.strip(sentence)
+        if states_something(text):
+            out.append((text, reader.ranks(sentence, ids)))
+    return out
 
 
 @dataclass
@@ -71,20 +151,21 @@ def score_sample(
     sample: Sample,
     metrics: list[str],
     split: Found,
-    checked: list[ClaimVerdict] | Unscored | LLMError | None,
-    citations: Citations | None,
+    checked: Checked,
+    citations: CitationOptions | None,
     *,
-    require_citations: bool = False,
+    supported: Supported = None,
     attempts: int = 0,
     cached: bool = False,
     raw: str = "",
 ) -> Scored:
     """The grounding metrics of one sample (see the module's rules). ``split`` is its claim
-    list (or why there is none), ``checked`` its claims' verdicts (None: not asked)."""
+    list (or why there is none), ``checked`` its claims' verdicts (None: not asked),
+    ``supported`` the ALCE replies on its cited sentences (``mode: alce``; None: not asked)."""
     out = Scored()
     seen: dict[str, Any] = {"raw": raw, "attempts": attempts, "cached": cached}
-    if sample.answer is None:
-        missing = Failure(kind=FailureKind.MISSING_INPUT, message="field 'answer' is missing")
+    missing = answer_missing(sample)
+    if missing is not None:
         for m in metrics:
             out.set(m, None, missing)
         return out
@@ -102,10 +183,9 @@ def score_sample(
         reason = "the answer abstains"
         out.judgment = Judgment(score=None, reason=reason, abstained=True, claims=[], **seen)
         return out
-    claims = _claims(sample, split.claims, checked, citations)
     out.set("claims", float(len(split.claims)))
     if not split.claims:
-        why = _na("the answer makes no claim")
+        why: Failure | None = _na("the answer makes no claim")
     elif not sample.contexts:
         why = Failure(
             kind=FailureKind.MISSING_INPUT, message="field 'contexts' is missing or empty"
@@ -114,7 +194,11 @@ def score_sample(
         why = _failure(checked, "claim verdicts")
     else:
         why = None
-        _metrics(out, claims, len(sample.contexts), citations, require_citations)
+    claims = _claims(sample, split.claims, checked, citations, why)
+    if why is None:
+        _metrics(out, claims, len(sample.contexts), citations)
+        if citations is not None and citations.mode == "alce":
+            _alce(out, sample, citations, supported)
     for m in metrics:
         if m not in out.values:
             out.set(m, None, why or _na("no claim is supported"))
@@ -149,40 +233,48 @@ def _rates(out: Scored, abstained: bool, answerable: bool | None) -> None:
 def _claims(
     sample: Sample,
     texts: tuple[str, ...],
-    checked: list[ClaimVerdict] | Unscored | LLMError | None,
-    citations: Citations | None,
+    checked: Checked,
+    citations: CitationOptions | None,
+    why: Failure | None,
 ) -> list[ClaimJudgment]:
-    """The claims with their verdicts (``unsupported`` placeholders, reason empty, when no
-    verdicts came), citations and where each sits in the answer."""
+    """The claims with their verdicts (``unchecked``, the reason saying why, when ``why``
+    says none came), the answer sentence each came from, that sentence's citations, and
+    where the claim sits in the answer when it is there verbatim."""
     ids = [c.id for c in sample.contexts]
     answer = sample.answer or ""
+    reader = citations.reader() if citations is not None else Citations()
+    sentences = [answer[a:b] for a, b in sentence_spans(answer)]
+    sources = source_sentences(
+        [reader.strip(t) for t in texts], [reader.strip(s) for s in sentences]
+    )
     out, start = [], 0
     for i, text in enumerate(texts):
-        verdict = checked[i] if isinstance(checked, list) else None
+        verdict = checked[i] if why is None and isinstance(checked, list) else None
         at = answer.find(text, start)
         span = (at, at + len(text)) if at >= 0 else None
         start = span[1] if span else start
         ranks = list(verdict.contexts) if verdict else []
+        source = sources[i]
+        cited = None
+        if citations is not None:
+            cited = list(reader.ranks(sentences[source], ids)) if source is not None else []
         out.append(
             ClaimJudgment(
                 text=text,
-                verdict=verdict.verdict if verdict else "unsupported",
+                verdict=verdict.verdict if verdict else UNCHECKED,
                 support=ranks,
                 support_ids=[ids[r - 1] for r in ranks] if any(ids) else None,
-                cited=list(citations.ranks(text, ids)) if citations else None,
-                reason=verdict.reason if verdict else "",
+                cited=cited,
+                reason=verdict.reason if verdict else (why.text() if why else ""),
                 span=span,
+                sentence=source + 1 if source is not None else None,
             )
         )
     return out
 
 
 def _metrics(
-    out: Scored,
-    claims: list[ClaimJudgment],
-    retrieved: int,
-    citations: Citations | None,
-    require_citations: bool,
+    out: Scored, claims: list[ClaimJudgment], retrieved: int, citations: CitationOptions | None
 ) -> None:
     kernel = [
         Claim(
@@ -194,7 +286,8 @@ def _metrics(
         )
         for c in claims
     ]
-    g = grounding(kernel, retrieved, require_citations=require_citations)
+    required = citations is not None and citations.required
+    g = grounding(kernel, retrieved, require_citations=required)
     out.set("claim_support", g.claim_support)
     out.set("claim_contradiction", g.claim_contradiction)
     if g.support_rank is not None:
@@ -202,14 +295,38 @@ def _metrics(
     out.set("context_utilisation", g.context_utilisation)
     if citations is None:
         return
+    uncited = _na("the answer carries no citation markers")
     if g.citation_recall is None:
         for m in CITATION_METRICS:
-            out.set(m, None, _na("the answer carries no citation markers"))
+            out.set(m, None, uncited)
         return
-    out.set("citation_recall", g.citation_recall)
-    if g.citation_precision is None:
-        out.set("citation_precision", None, _na("the answer carries no citation markers"))
-    else:
-        out.set("citation_precision", g.citation_precision)
     # g.claims > 0: score_sample calls this only for an answer with claims
     out.set("misattribution", g.misattributed / g.claims)
+    if citations.mode == "alce":
+        return  # recall and precision per sentence: _alce
+    out.set("citation_recall", g.citation_recall)
+    out.set("citation_precision", g.citation_precision, uncited)
+
+
+def _alce(out: Scored, sample: Sample, citations: CitationOptions, supported: Supported) -> None:
+    """ALCE's citation recall and precision from the judge's replies on the cited sentences
+    (asked only for a sentence whose markers all name retrieved contexts)."""
+    found = statements(sample, citations.reader())
+    kernel = [Statement(cited) for _, cited in found]
+    if any(s.checkable for s in kernel):
+        if not isinstance(supported, list):
+            failure = _failure(supported, "citation support")
+            out.set("citation_recall", None, failure)
+            out.set("citation_precision", None, failure)
+            return
+        replies = iter(supported)  # one per checkable sentence, in order: the parser checks
+        for i, s in enumerate(kernel):
+            if s.checkable:
+                v = next(replies)
+                kernel[i] = Statement(s.cited, v.entailed, v.alone, v.without)
+    recall, precision = alce_citations(kernel, require_citations=citations.required)
+    uncited = _na("the answer carries no citation markers")
+    out.set("citation_recall", recall, uncited)
+    if any(s.cited for s in kernel):  # ALCE counts no citation of a sentence citing nothing
+        uncited = _na("every cited sentence cites a context that was not retrieved")
+    out.set("citation_precision", precision, uncited)

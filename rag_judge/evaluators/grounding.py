@@ -6,19 +6,20 @@ answer classified as an abstention or not; scored per sample by
 Every request goes through one judge engine per run (scheduler, rate limit, cache, usage),
 two rounds per chunk: first the claim lists (``split: judge``; with ``split: sentences`` the
 answer's sentences are the claims and the abstention rule of :mod:`rag_judge.text` decides,
-without a call), then one verdict request per answer that makes claims. An unreadable reply is
-re-asked ``reask`` times with the problem quoted, then the sample is unscored with its reason.
+without a call), then one verdict request per answer that makes claims (and with ``citations:
+{mode: alce}`` a third, on the answer's cited sentences: ALCE's questions). An unreadable
+reply is re-asked ``reask`` times with the problem quoted, then the sample is unscored with
+its reason.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr
 
 from rag_judge._async import run_sync
 from rag_judge._version import __version__
@@ -27,12 +28,24 @@ from rag_judge.evaluators._grounding_score import (
     CITATION_METRICS,
     CLAIM_METRICS,
     RATE_METRICS,
+    CitationOptions,
+    answer_missing,
     score_sample,
+    statements,
 )
-from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
+from rag_judge.evaluators._judging import (
+    CacheOption,
+    cache_file,
+    check_judge_client,
+    local_cache,
+    open_cache,
+)
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_all
 from rag_judge.judge.claims import (
+    CITATIONS_RUBRIC,
+    CITATIONS_SCHEMA,
+    CITATIONS_SHAPE,
     CLAIMS_RUBRIC,
     CLAIMS_SCHEMA,
     CLAIMS_SHAPE,
@@ -41,45 +54,33 @@ from rag_judge.judge.claims import (
     VERDICTS_SHAPE,
     ClaimList,
     ClaimVerdict,
+    StatementVerdict,
     read_claims,
+    read_statements,
     read_verdicts,
 )
 from rag_judge.judge.prompts import PromptRenderer, neutralise
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import Completion, CompletionRequest, LLMClient, LLMError
-from rag_judge.llm.providers import check_capabilities
-from rag_judge.report.model import GROUNDING, MetricInfo, MetricKind, Signature
+from rag_judge.llm.providers import check_capabilities, no_calls
+from rag_judge.report.model import GROUNDING, Direction, MetricInfo, MetricKind, Signature
 from rag_judge.text import DEFAULT_CITATION_PATTERN, Citations, claim_sentences, is_abstention
 
 __all__ = ["CitationOptions", "GroundingEvaluator"]
 
-
-class CitationOptions(BaseModel):
-    """How citation markers are read: ``pattern``'s group 1 holds the keys (``[1]``, ``[d3]``,
-    ``[1, 3]`` by default); ``refers_to`` maps a key to a context by ``rank``, by ``id``, or
-    ``auto`` (id first, then rank). ``required``: an answer without markers scores citation
-    recall 0 (ALCE) instead of having no citation metrics."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    pattern: str = DEFAULT_CITATION_PATTERN
-    refers_to: Literal["auto", "rank", "id"] = "auto"
-    required: bool = False
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            compiled = re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
-        if compiled.groups > 1:
-            raise ValueError(f"pattern {value!r}: use one group, around the marker's keys")
-        return value
-
-    def reader(self) -> Citations:
-        return Citations(self.pattern, self.refers_to)
+# The metrics that do not improve upward (the rest do): rates of a bad outcome and a rank fall
+# as the system improves; the claim count and the answer rate are right neither high nor low
+# (answering helps only where the question is answerable, which the two rates measure).
+_DIRECTIONS = {
+    "claim_contradiction": Direction.LOWER,
+    "support_rank": Direction.LOWER,
+    "misattribution": Direction.LOWER,
+    "over_refusal_rate": Direction.LOWER,
+    "unsupported_answer_rate": Direction.LOWER,
+    "claims": Direction.NEUTRAL,
+    "answer_rate": Direction.NEUTRAL,
+}
 
 
 @dataclass
@@ -87,6 +88,7 @@ class _Sample:
     sample: Sample
     split: ClaimList | Unscored | LLMError | None = None
     checked: list[ClaimVerdict] | Unscored | LLMError | None = None
+    supported: list[StatementVerdict] | Unscored | LLMError | None = None  # ALCE's round
     attempts: int = 0
     cached: bool = True
     raw: str = ""
@@ -136,6 +138,7 @@ class GroundingEvaluator(Evaluator):
             renderer = PromptRenderer()
             renderer.load(CLAIMS_RUBRIC)
             renderer.load(VERDICTS_RUBRIC)
+            renderer.load(CITATIONS_RUBRIC)
             self._renderer = renderer
 
     @property
@@ -154,11 +157,12 @@ class GroundingEvaluator(Evaluator):
         return [*CLAIM_METRICS, *cited, *RATE_METRICS]
 
     def metric_info(self, metric: str) -> MetricInfo:
+        direction = _DIRECTIONS.get(metric, Direction.HIGHER)
         if metric == "claims":
-            return MetricInfo(kind=MetricKind.JUDGE, scale=(0.0, None))
-        if metric == "support_rank":  # a rank: lower is better
-            return MetricInfo(kind=MetricKind.JUDGE, scale=(1.0, None))
-        return MetricInfo(kind=MetricKind.JUDGE, scale=(0.0, 1.0))
+            return MetricInfo(kind=MetricKind.JUDGE, scale=(0.0, None), direction=direction)
+        if metric == "support_rank":
+            return MetricInfo(kind=MetricKind.JUDGE, scale=(1.0, None), direction=direction)
+        return MetricInfo(kind=MetricKind.JUDGE, scale=(0.0, 1.0), direction=direction)
 
     def signature(self, metric: str) -> Signature:
         return self.signatures(make_client(self.client))[metric]
@@ -170,13 +174,17 @@ class GroundingEvaluator(Evaluator):
         else:
             options["abstention"] = "rule"
         options["verdicts"] = self.renderer.template_hash(VERDICTS_RUBRIC)
-        options |= {"temp": f"{self.temperature:g}", "seed": str(self.seed)}
+        # Not "seed": the rendered signature ends with the bootstrap's seed:S.
+        options |= {"temp": f"{self.temperature:g}", "judge_seed": str(self.seed)}
         out = {}
         for metric in self.metric_names():
             extra = {}
             if metric in CITATION_METRICS and self.citations is not None:
                 c = self.citations
                 extra = {"cite": c.refers_to, "required": "yes" if c.required else "no"}
+                extra["cite_mode"] = c.mode
+                if c.mode == "alce":
+                    extra["alce"] = self.renderer.template_hash(CITATIONS_RUBRIC)
                 if c.pattern != DEFAULT_CITATION_PATTERN:
                     extra["pattern"] = c.pattern
             out[metric] = Signature(
@@ -211,6 +219,27 @@ class GroundingEvaluator(Evaluator):
             "claims": [neutralise(reader.strip(c)) for c in claims],
         }
         return self._request(self.renderer.render(VERDICTS_RUBRIC, variables), VERDICTS_SCHEMA)
+
+    def _alce(self, sample: Sample) -> list[tuple[str, tuple[int, ...]]]:
+        """The sentences ALCE's round asks about: those whose markers all name retrieved
+        contexts (none unless ``citations: {mode: alce}``)."""
+        if self.citations is None or self.citations.mode != "alce":
+            return []
+        found = statements(sample, self.citations.reader())
+        return [(text, cited) for text, cited in found if cited and 0 not in cited]
+
+    def _citations_request(
+        self, sample: Sample, asked: list[tuple[str, tuple[int, ...]]]
+    ) -> CompletionRequest:
+        shown = sorted({r for _, cited in asked for r in cited})
+        variables = {
+            "question": neutralise(sample.question or ""),
+            "contexts": [
+                {"rank": r, "text": neutralise(sample.contexts[r - 1].text)} for r in shown
+            ],
+            "statements": [{"text": neutralise(t), "cited": list(c)} for t, c in asked],
+        }
+        return self._request(self.renderer.render(CITATIONS_RUBRIC, variables), CITATIONS_SCHEMA)
 
     @staticmethod
     def _sentences(answer: str) -> ClaimList:
@@ -261,7 +290,7 @@ class GroundingEvaluator(Evaluator):
         self, engine: JudgeEngine, samples: Sequence[Sample], signatures: dict[str, Signature]
     ) -> EvaluatorResult:
         states = [_Sample(s) for s in samples]
-        answered = [st for st in states if st.sample.answer is not None]
+        answered = [st for st in states if answer_missing(st.sample) is None]
         if self.split == "sentences":
             for st in answered:
                 st.split = self._sentences(st.sample.answer or "")
@@ -287,19 +316,26 @@ class GroundingEvaluator(Evaluator):
         for st, checked in zip(todo, outcomes2, strict=True):
             st.checked = checked.result
             st.took(checked)
+        # ALCE's questions only where the claims were judged (else no citation metric)
+        asking = [(st, self._alce(st.sample)) for st in todo if isinstance(st.checked, list)]
+        asking = [(st, asked) for st, asked in asking if asked]
+        requests = [self._citations_request(st.sample, asked) for st, asked in asking]
+        readers = [_statement_reader([c for _, c in asked]) for _, asked in asking]
+        outcomes3 = await ask_all(engine, requests, readers, shape=CITATIONS_SHAPE,
+                                  reask=self.reask, label="grounding citations")  # fmt: skip
+        for (st, _), supported in zip(asking, outcomes3, strict=True):
+            st.supported = supported.result
+            st.took(supported)
         return self._result(states, signatures)
 
     def _result(self, states: list[_Sample], signatures: dict[str, Signature]) -> EvaluatorResult:
         metrics = self.metric_names()
         result = EvaluatorResult.empty(len(states), signatures)
         result.judgments = [{} for _ in states]
-        citations = self.citations.reader() if self.citations is not None else None
-        required = self.citations is not None and self.citations.required
         for i, st in enumerate(states):
             scored = score_sample(
-                st.sample, metrics, st.split, st.checked, citations,
-                require_citations=required, attempts=st.attempts,
-                cached=st.cached and st.attempts > 0, raw=st.raw,
+                st.sample, metrics, st.split, st.checked, self.citations, supported=st.supported,
+                attempts=st.attempts, cached=st.cached and st.attempts > 0, raw=st.raw,
             )  # fmt: skip
             for metric, value in scored.values.items():
                 result.scores[metric][i] = value
@@ -311,12 +347,18 @@ class GroundingEvaluator(Evaluator):
     def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
         """What ``evaluate`` would send, spending nothing: with ``split: judge`` one claims
         request per answer, and one verdict request per answer that makes claims, estimated
-        from its sentences (the claims the judge will return are not known before it does)."""
+        from its sentences (the claims the judge will return are not known before it does),
+        and with ``citations: {mode: alce}`` one request on its cited sentences. It needs no
+        API key (``no_calls``) and creates no cache file."""
+        with no_calls():
+            return self._dry_run(samples, client)
+
+    def _dry_run(self, samples: Sequence[Sample], client: LLMClient | None) -> DryRun:
         judge = self._plan(client)
         requests = []
         skipped = 0
         for sample in samples:
-            if sample.answer is None:
+            if sample.answer is None or answer_missing(sample) is not None:
                 skipped += 1
                 continue
             if self.split == "judge":
@@ -324,7 +366,13 @@ class GroundingEvaluator(Evaluator):
             split = self._sentences(sample.answer)
             if split.claims and sample.contexts:
                 requests.append(self._verdicts_request(sample, split.claims))
-        with self._engine(judge) as engine:
+                asked = self._alce(sample)
+                if asked:
+                    requests.append(self._citations_request(sample, asked))
+        with (
+            open_cache(self.cache_path(), dry=True) as cache,
+            make_engine(self.client, cache=cache, client=judge) as engine,
+        ):
             estimate = engine.dry_run(requests)
         return DryRun(prompts=len(requests), skipped=skipped, **estimate)
 
@@ -333,3 +381,9 @@ def _verdict_reader(
     claims: int, contexts: int
 ) -> Callable[[Completion], list[ClaimVerdict] | Unscored]:
     return lambda reply: read_verdicts(reply, claims, contexts)
+
+
+def _statement_reader(
+    cited: list[tuple[int, ...]],
+) -> Callable[[Completion], list[StatementVerdict] | Unscored]:
+    return lambda reply: read_statements(reply, cited)

@@ -6,6 +6,10 @@ parse into.
 2. *Verdicts* (``_claim_verdicts.j2``): each claim checked against the numbered contexts:
    ``{"verdicts": [{"claim": 1, "verdict": "supported", "contexts": [2], "reason": "..."}]}``
    → a list of :class:`ClaimVerdict`, one per claim, in claim order.
+3. *Citation support* (``_citation_support.j2``, ``citations: {mode: alce}`` only): each
+   answer sentence that cites against the contexts it cites, ALCE's two questions:
+   ``{"statements": [{"statement": 1, "entailed": true, "alone": [2], "without": [],
+   "reason": "..."}]}`` → a list of :class:`StatementVerdict`, in statement order.
 
 A reply is read as leniently as a rubric verdict (fenced code, text around the JSON, single
 quotes, trailing commas), then validated; what does not hold is an ``Unscored`` whose reason
@@ -26,6 +30,9 @@ from rag_judge.llm.base import Completion
 from rag_judge.report.model import CLAIM_VERDICTS
 
 __all__ = [
+    "CITATIONS_RUBRIC",
+    "CITATIONS_SCHEMA",
+    "CITATIONS_SHAPE",
     "CLAIMS_RUBRIC",
     "CLAIMS_SCHEMA",
     "CLAIMS_SHAPE",
@@ -34,7 +41,9 @@ __all__ = [
     "VERDICTS_SHAPE",
     "ClaimList",
     "ClaimVerdict",
+    "StatementVerdict",
     "read_claims",
+    "read_statements",
     "read_verdicts",
 ]
 
@@ -44,6 +53,9 @@ VerdictName = Literal["supported", "contradicted", "unsupported"]
 CLAIMS_RUBRIC = Rubric(name="claims", inputs=("question", "answer"), template="_claims.j2")
 VERDICTS_RUBRIC = Rubric(
     name="claim_verdicts", inputs=("question", "contexts"), template="_claim_verdicts.j2"
+)
+CITATIONS_RUBRIC = Rubric(
+    name="citation_support", inputs=("question", "contexts"), template="_citation_support.j2"
 )
 
 CLAIMS_SCHEMA: dict[str, Any] = {
@@ -81,6 +93,35 @@ VERDICTS_SCHEMA: dict[str, Any] = {
 VERDICTS_SHAPE = (
     '{"verdicts": [{"claim": <claim number>, "verdict": "supported" | "contradicted" | '
     '"unsupported", "contexts": [<context numbers>], "reason": "<one sentence>"}, ...]}'
+)
+
+_NUMBERS = {"type": "array", "items": {"type": "integer"}}
+CITATIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "statements": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "statement": {"type": "integer"},
+                    "entailed": {"type": "boolean"},
+                    "alone": _NUMBERS,
+                    "without": _NUMBERS,
+                    "reason": {"type": "string"},
+                },
+                "required": ["statement", "entailed", "alone", "without", "reason"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["statements"],
+    "additionalProperties": False,
+}
+CITATIONS_SHAPE = (
+    '{"statements": [{"statement": <statement number>, "entailed": <true|false>, '
+    '"alone": [<context numbers>], "without": [<context numbers>], "reason": "<one sentence>"}'
+    ", ...]}"
 )
 
 
@@ -132,12 +173,35 @@ class ClaimVerdict(BaseModel):
     @field_validator("contexts", mode="before")
     @classmethod
     def _numbers(cls, value: Any) -> Any:
-        # "CONTEXT 2", "[2]" and "2" all name context 2.
-        if isinstance(value, int | str):
-            value = [value]
-        if isinstance(value, list):
-            return [_number(v) for v in value]
-        return value
+        return _context_numbers(value)
+
+
+class StatementVerdict(BaseModel):
+    """ALCE's questions about one answer sentence and the contexts it cites: whether they
+    jointly entail it, which of them entail it ``alone``, and those ``without`` which the
+    others still entail it (1-based context numbers, as shown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    statement: int = Field(ge=1)
+    entailed: bool
+    alone: tuple[int, ...] = ()
+    without: tuple[int, ...] = ()
+    reason: str = ""
+
+    @field_validator("alone", "without", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _context_numbers(value)
+
+
+def _context_numbers(value: Any) -> Any:
+    # "CONTEXT 2", "[2]" and "2" all name context 2.
+    if isinstance(value, int | str):
+        value = [value]
+    if isinstance(value, list):
+        return [_number(v) for v in value]
+    return value
 
 
 def _number(value: Any) -> Any:
@@ -207,17 +271,24 @@ def read_verdicts(
     return sorted(verdicts, key=lambda v: v.claim)
 
 
-def _check(verdicts: list[ClaimVerdict], claims: int, contexts: int) -> str | None:
-    numbers = [v.claim for v in verdicts]
+def _numbering(numbers: list[int], count: int, what: str) -> str | None:
+    """What is wrong with the numbers a reply gave its ``count`` items (``what``), or None."""
     twice = sorted({n for n in numbers if numbers.count(n) > 1})
     if twice:
-        return f"claim {twice[0]} is judged more than once"
-    extra = [n for n in numbers if n > claims]
+        return f"{what} {twice[0]} is judged more than once"
+    extra = [n for n in numbers if n > count]
     if extra:
-        return f"there is no claim {extra[0]}: the claims are numbered 1 to {claims}"
-    missing = [n for n in range(1, claims + 1) if n not in numbers]
+        return f"there is no {what} {extra[0]}: the {what}s are numbered 1 to {count}"
+    missing = [n for n in range(1, count + 1) if n not in numbers]
     if missing:
-        return f"claim {missing[0]} has no verdict: give one verdict for each of the {claims}"
+        return f"{what} {missing[0]} has no verdict: give one verdict for each of the {count}"
+    return None
+
+
+def _check(verdicts: list[ClaimVerdict], claims: int, contexts: int) -> str | None:
+    problem = _numbering([v.claim for v in verdicts], claims, "claim")
+    if problem:
+        return problem
     for v in verdicts:
         wrong = [c for c in v.contexts if not 1 <= c <= contexts]
         if wrong:
@@ -228,3 +299,39 @@ def _check(verdicts: list[ClaimVerdict], claims: int, contexts: int) -> str | No
         if v.verdict == "supported" and not v.contexts:
             return f"claim {v.claim} is 'supported' but names no context that supports it"
     return None
+
+
+def read_statements(
+    completion: Completion, cited: list[tuple[int, ...]]
+) -> list[StatementVerdict] | Unscored:
+    """One verdict per statement, in statement order, from a reply judging the statements
+    whose cited context numbers are ``cited``; or Unscored saying what is wrong with it."""
+    text = completion.text
+    if not text.strip():
+        return Unscored(reason="empty reply", raw=text)
+    obj = _object(text, "statements")
+    if obj is None or not isinstance(obj["statements"], list):
+        return Unscored(reason="no JSON object with a 'statements' list in the reply", raw=text)
+    try:
+        verdicts = [StatementVerdict.model_validate(v) for v in obj["statements"]]
+    except ValidationError as exc:
+        return Unscored(reason=f"statements: {_problem(exc)}", raw=text)
+    problem = _numbering([v.statement for v in verdicts], len(cited), "statement")
+    for v in verdicts if problem is None else ():
+        allowed = cited[v.statement - 1]
+        wrong = [c for c in (*v.alone, *v.without) if c not in allowed]
+        if wrong:
+            problem = (
+                f"statement {v.statement} names context {wrong[0]}, which it does not cite: "
+                f"it cites {', '.join(map(str, allowed))}"
+            )
+        elif (v.alone or v.without) and not v.entailed:
+            problem = (
+                f"statement {v.statement}: 'alone' or 'without' says some of its contexts "
+                "entail it, so the contexts it cites entail it: 'entailed' must be true"
+            )
+        if problem:
+            break
+    if problem:
+        return Unscored(reason=problem, raw=text)
+    return sorted(verdicts, key=lambda v: v.statement)

@@ -47,6 +47,9 @@ class Step:
     usage: Usage = field(default_factory=Usage)
     unscored: dict[str, int] = field(default_factory=dict)
     not_applicable: dict[str, int] = field(default_factory=dict)
+    # the positions of the samples a metric lacks an input for (few: a sparse set), which the
+    # conditioned step reads to tell a missing answer from a failed grounding call
+    missing: dict[str, set[int]] = field(default_factory=dict)
     n: int = 0
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
@@ -64,12 +67,14 @@ class Step:
         self.signatures.update(result.signatures)
         self.usage += result.usage
         judged = result.judgments or [{}] * size
-        for errors, judgments in zip(result.errors, judged, strict=True):
+        for at, (errors, judgments) in enumerate(zip(result.errors, judged, strict=True)):
             for metric, failure in errors.items():
                 if failure.kind is FailureKind.UNSCORED:
                     self.unscored[metric] = self.unscored.get(metric, 0) + 1
                 elif failure.kind is FailureKind.NOT_APPLICABLE:
                     self.not_applicable[metric] = self.not_applicable.get(metric, 0) + 1
+                elif failure.kind is FailureKind.MISSING_INPUT:
+                    self.missing.setdefault(metric, set()).add(self.n + at)
             self.spool.write(_detail_line(errors, judgments))
         self.n += size
 

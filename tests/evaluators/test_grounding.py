@@ -98,7 +98,9 @@ def test_the_verifier_sees_claims_without_their_markers() -> None:
         ("x [c2].", None, "auto", (2,)),
         ("x [1, 4; c3].", None, "auto", (1, 4, 3)),
         ("x [1][2] [1].", None, "auto", (1, 2)),  # each rank once
-        ("x [9] [zz].", None, "auto", (0,)),  # out of range, unknown id: cites nothing
+        # out of range, unknown id: each distinct key is a citation of nothing (issue 27)
+        ("x [9] [zz].", None, "auto", (0, 0)),
+        ("x [9][1] [9].", None, "auto", (0, 1)),  # the same key twice is one citation
         ("x [2].", None, "id", (0,)),  # by id only: "2" is no context's id
         ("x [c2].", None, "rank", (0,)),
         ("x^1 y^4", r"\^(\d+)", "rank", (1, 4)),

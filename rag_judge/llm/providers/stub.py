@@ -28,6 +28,7 @@ __all__ = [
     "Responder",
     "StubClient",
     "always_tie",
+    "entails",
     "fixed",
     "grounding_stub",
     "is_pairwise",
@@ -272,18 +273,22 @@ def pairwise_lexical() -> Responder:
 
 
 def _grounding_key(request: CompletionRequest) -> str | None:
-    """``"claims"`` or ``"verdicts"`` for the grounding evaluator's two requests (by the JSON
-    schema's key, or without a schema by the sections shown), else None."""
+    """``"claims"``, ``"verdicts"`` or ``"statements"`` for the grounding evaluator's
+    requests (by the JSON schema's key, or without a schema by the sections shown), else
+    None."""
     if request.json_schema is not None:
         keys = request.json_schema.get("properties") or {}
-        return next((k for k in ("claims", "verdicts") if k in keys), None)
+        return next((k for k in ("claims", "verdicts", "statements") if k in keys), None)
     sections = parse_sections(_prompt(request))
     if "CLAIM 1" in sections:
         return "verdicts"
+    if any(_STATEMENT.fullmatch(name) for name in sections):
+        return "statements"
     return None
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_STATEMENT = re.compile(r"STATEMENT (\d+) CITES ([\d ]+)")
 SUPPORT_SHARE = 0.75  # of a claim's content words a supporting context must contain
 CONTRADICT_SHARE = 0.5  # ... a context must contain to contradict the claim's numbers
 
@@ -294,16 +299,52 @@ def grounding_stub(request: CompletionRequest) -> str:
     verdict, from word overlap with each context: *supported* by every context that holds at
     least ``SUPPORT_SHARE`` of its content words and every number it states; else
     *contradicted* by every context that holds at least ``CONTRADICT_SHARE`` of its words and
-    numbers but none of the claim's; else *unsupported*."""
+    numbers but none of the claim's; else *unsupported*. ALCE's citation questions by the same
+    rule over a set of contexts (``entails``): whether the cited contexts together entail the
+    statement, which entail it alone, and without which the others still do."""
     sections = parse_sections(_prompt(request))
-    if _grounding_key(request) == "claims":
+    key = _grounding_key(request)
+    if key == "claims":
         answer = sections.get("ANSWER", "")
         abstains = is_abstention(answer)
         claims = [] if abstains else claim_sentences(answer)
         return json.dumps({"abstention": abstains, "claims": claims}, ensure_ascii=False)
     contexts = {int(n.split()[1]): b for n, b in sections.items() if n.startswith("CONTEXT ")}
+    if key == "statements":
+        return json.dumps({"statements": _statement_verdicts(sections, contexts)})
     numbered = sorted((int(n.split()[1]), b) for n, b in sections.items() if n.startswith("CLAIM "))
     return json.dumps({"verdicts": [_claim_verdict(i, c, contexts) for i, c in numbered]})
+
+
+def entails(claim: str, texts: Iterable[str]) -> bool:
+    """The stub's entailment rule over a set of texts: together they hold at least
+    ``SUPPORT_SHARE`` of the claim's content words and every number it states."""
+    texts = list(texts)
+    found = {n for text in texts for n in _NUMBER.findall(text)}
+    share = support(claim, texts) if texts else 0.0
+    return share >= SUPPORT_SHARE and set(_NUMBER.findall(claim)) <= found
+
+
+def _statement_verdicts(
+    sections: dict[str, str], contexts: dict[int, str]
+) -> list[dict[str, object]]:
+    out: list[tuple[int, dict[str, object]]] = []
+    for name, text in sections.items():
+        found = _STATEMENT.fullmatch(name)
+        if found is None:
+            continue
+        cited = [int(r) for r in found.group(2).split()]
+        joint = entails(text, (contexts.get(r, "") for r in cited))
+        alone = [r for r in cited if entails(text, [contexts.get(r, "")])]
+        without = []
+        if len(cited) > 1:
+            rest = {r: [contexts.get(o, "") for o in cited if o != r] for r in cited}
+            without = [r for r in cited if entails(text, rest[r])]
+        reason = "the cited contexts " + ("entail" if joint else "do not entail") + " it"
+        n = int(found.group(1))
+        verdict = {"statement": n, "entailed": joint, "alone": alone, "without": without}
+        out.append((n, verdict | {"reason": reason}))
+    return [verdict for _, verdict in sorted(out, key=lambda item: item[0])]
 
 
 def _claim_verdict(number: int, claim: str, contexts: dict[int, str]) -> dict[str, object]:
