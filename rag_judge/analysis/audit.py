@@ -12,7 +12,11 @@ normalised twin nor a restatement over a subset such as ``faithfulness_answered`
 - **score collapse**: the modal verdict (scores rounded half up, as G-Eval's are not whole)
   and its share of the scored samples, ``collapsed`` at a share ≥ the threshold (ties: the
   lowest score).
-- **unscored rate**: unscored verdicts / (scored + failed) samples, from the summary.
+- **unscored rate**: unscored verdicts / (scored + failed) samples, from the summary; None
+  when the judge scored nothing (a judge whose every call failed unscored none, and "0.0%"
+  would read as a clean judge), as the ``unscored_rate`` gate has no value there.
+- **a judge that failed completely**: :func:`failed_judge_warnings`, a warning the report
+  shows as a banner, per judge model whose metrics got no verdict at all.
 - **self-preference**: whether the judge's model family (:func:`model_family`) is that of the
   model that generated the answer: a sample's ``metadata["generator"]`` (or ``["model"]``),
   else the run's ``config["generator"]``. True when it is for any scored sample, False when
@@ -38,12 +42,13 @@ from rag_judge.errors import ConfigError, DataError
 from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
 from rag_judge.llm.base import Usage
 from rag_judge.report.estimates import LengthStratum, RubricAudit
-from rag_judge.report.model import Report, Signature
+from rag_judge.report.model import Report, ReportWarning, Signature, WarningKind
 
 __all__ = [
     "audit_pairwise",
     "audit_report",
     "audited_rubrics",
+    "failed_judge_warnings",
     "judge_families",
     "length_slope",
     "length_strata",
@@ -220,9 +225,48 @@ def audit_report(
             modal_score=mode,
             modal_share=share,
             collapsed=share is not None and share >= collapse_threshold,
-            unscored_rate=summary.unscored / judged if judged else None,
+            unscored_rate=summary.unscored / judged if judged and summary.n else None,
             self_preference=prefers,
             self_preference_note=note,
+        )
+    return out
+
+
+def failed_judge_warnings(report: Report) -> list[ReportWarning]:
+    """One warning per judge (the models of a signature's ``judge`` option) whose metrics got
+    no verdict on any sample they were asked about: errors, no value. A rubric restated over a
+    subset (``given``) repeats its rubric's failure and is left out."""
+    failed: dict[tuple[str, ...], list[str]] = {}
+    for metric in report.judge_rubrics():
+        s, sig = report.summary[metric], report.signatures.get(metric)
+        if s.n == 0 and s.errors > 0 and not (sig is not None and "given" in sig.options):
+            failed.setdefault(tuple(sig.judges()) if sig is not None else (), []).append(metric)
+    if not failed:
+        return []
+    first = {}  # each failed metric's first failure: what went wrong, in the run's words
+    for _, metric, failure in report.index().failures:
+        if failure.counts and metric not in first:
+            first[metric] = failure.text()
+    out = []
+    for judges, metrics in failed.items():
+        s = report.summary[metrics[0]]
+        who = f"The judge {', '.join(judges)}" if judges else "The judge"
+        unread = f", {s.unscored} of them replies with no verdict to read" if s.unscored else ""
+        them = f"{metrics[0]} has" if len(metrics) == 1 else f"{', '.join(metrics)} have"
+        why = first.get(metrics[0], "")
+        message = (
+            f"{who} produced no verdict: all {s.errors} samples it was asked about failed"
+            f"{unread}, so {them} no mean, no audit and nothing to review."
+            + (f" First failure: {why[:300]}" if why else "")
+        )
+        out.append(
+            ReportWarning(
+                kind=WarningKind.JUDGE_FAILED,
+                metric=", ".join(metrics),
+                value=s.errors,
+                threshold=0,
+                message=message,
+            )
         )
     return out
 

@@ -1,20 +1,42 @@
 """``rag-judge audit REPORT``: the judge audit of a report's 1-5 rubrics (length bias, score
 collapse, unscored rate, self-preference) and, given a pairwise JSON, position consistency;
-recomputed from the report, so a report written before the audit existed is audited too."""
+recomputed from the report, so a report written before the audit existed is audited too.
+
+Exit 0 with the audit; 3 when the report's judge scored nothing at all (every call failed), as
+``rag-judge run`` exits 3 then: an audit of no verdicts is no clean bill."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag_judge.analysis.audit import audit_pairwise, audit_report, load_pairwise
-from rag_judge.report._format import ci_label, interval, markdown_table, num, short, text_table
+from rag_judge.report._format import (
+    ci_label,
+    interval,
+    markdown_table,
+    md_text,
+    num,
+    short,
+    text_table,
+)
 from rag_judge.report.model import Report, RubricAudit
 
-__all__ = ["Settings", "add_parser", "render_json", "render_markdown", "render_table", "run_audit"]
+__all__ = [
+    "EXIT_JUDGE_FAILED",
+    "Settings",
+    "add_parser",
+    "render_json",
+    "render_markdown",
+    "render_table",
+    "run_audit",
+]
+
+EXIT_JUDGE_FAILED = 3  # the judge scored nothing (rag-judge run's EXIT_EVALUATOR_FAILED)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +75,9 @@ def run_audit(args: argparse.Namespace) -> int:
         print(render_markdown(audits, pairwise, settings))
     else:
         print(render_table(audits, pairwise, settings))
+    if report.judge_scored_nothing():
+        print("rag-judge: the report's judge scored no value: nothing to audit", file=sys.stderr)
+        return EXIT_JUDGE_FAILED
     return 0
 
 
@@ -147,8 +172,10 @@ def render_markdown(
 ) -> str:
     if not audits:
         return "\n".join([_NONE, *([f"\n- {_pairwise_line(pairwise)}"] if pairwise else [])])
-    table = markdown_table(_header(settings), [_cells(a) for a in audits.values()], _TEXT)
-    return "\n".join([table, "", *(f"- {n}" for n in _notes(audits, pairwise, settings))])
+    # rubric names, judge and generator names from data: md_text keeps them text
+    rows = [list(map(md_text, _cells(a))) for a in audits.values()]
+    table = markdown_table(_header(settings), rows, _TEXT)
+    return "\n".join([table, "", *(f"- {md_text(n)}" for n in _notes(audits, pairwise, settings))])
 
 
 def render_json(

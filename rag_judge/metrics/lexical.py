@@ -238,6 +238,14 @@ def check_bleu_options(
         )
     if smooth_value is not None and not (math.isfinite(smooth_value) and smooth_value >= 0):
         raise ConfigError(f"smooth_value must be a finite number >= 0, got {smooth_value!r}")
+    # floor puts smooth_value / total in place of a zero precision: above 1 that "precision"
+    # exceeds 1 where an order has one n-gram, and sacrebleu scores a wrong answer above 100.
+    if smooth_method == "floor" and smooth_value is not None and smooth_value > 1:
+        raise ConfigError(
+            f"smooth_value for smooth_method 'floor' must be between 0 and 1, got "
+            f"{smooth_value!r} (it stands in for a zero match count; above 1 a precision can "
+            "exceed 1)"
+        )
     if max_ngram_order < 1:
         raise ConfigError(f"max_ngram_order must be an integer >= 1, got {max_ngram_order!r}")
 
@@ -339,7 +347,14 @@ def _score(
     stats: Sequence[float], smooth_method: str, smooth_value: float | None, effective_order: bool
 ) -> float:
     """sacrebleu's compute_bleu on one statistics row (its order read from its width), on
-    [0, 1]. Lists are fresh copies: compute_bleu adds add-k's constant into them in place."""
+    [0, 1]: its score / 100, bit for bit, except that a score above 100 is 1.0. Lists are fresh
+    copies: compute_bleu adds add-k's constant into them in place.
+
+    Only one case exceeds 100: every n-gram precision 100% and no brevity penalty (an answer
+    equal to a reference, or made only of its n-grams and no shorter than the closest one),
+    where exp of the mean of the logs of 100 comes out as 100.00000000000004. Every precision
+    is at most 100% (matches are clipped; add-k adds to both counts; floor's value is at most
+    1, see :func:`check_bleu_options`), so the cap changes nothing else."""
     order = (len(stats) - 2) // 2
     result = _compute_bleu()(
         correct=[int(c) for c in stats[2 : 2 + order]],

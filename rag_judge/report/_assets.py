@@ -41,8 +41,11 @@ button{padding:3px 10px;border:1px solid var(--line);background:var(--bg);border
 .scroll{overflow:auto;max-height:520px;border:1px solid var(--line);border-radius:6px}
 .matrix{font-size:12px}.matrix td,.matrix th{padding:3px 8px}
 .matrix thead{position:sticky;top:0;z-index:2}
-.matrix thead th{max-width:90px;vertical-align:bottom}.matrix tr.heads th{cursor:pointer}
+.matrix thead th{vertical-align:bottom}.matrix tr.heads th{cursor:pointer}
+.matrix tr.heads th+th{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;
+  text-align:left;padding:8px 4px}
 .matrix th:first-child{position:sticky;left:0;z-index:1}.matrix tbody th{background:#fff}
+.matrix tbody th{min-width:9em;max-width:18em;overflow-wrap:anywhere}
 .matrix tr.groups th+th{border-left:2px solid #9fb3c8}
 .matrix tr.groups th{color:var(--fg);text-transform:uppercase;letter-spacing:.04em;font-size:11px}
 .matrix .grp{border-left:2px solid #9fb3c8}
@@ -73,7 +76,7 @@ mark.contradicted,.key.contradicted{background:#ffc9c9;border-bottom:2px solid #
 .claims{font-size:13px;margin:4px 0}.claims li{margin-bottom:3px}
 .verdict{font-size:11px;font-weight:600;text-transform:uppercase;letter-spacing:.03em}
 .verdict.supported{color:#2f7d32}.verdict.unsupported{color:#a35a00}
-.verdict.contradicted{color:#b42318}.verdict.other{color:var(--mute)}
+.verdict.contradicted{color:#b42318}.verdict.other,.verdict.unchecked{color:var(--mute)}
 .unlocated{font-style:italic}
 [hidden]{display:none!important}
 """

@@ -112,11 +112,13 @@ def inline_samples(
     """Every sample while their rows and details fit in :data:`SAMPLE_BUDGET` bytes, else the
     selection of :func:`_pick`, texts cut, within the same budget (in the report's order)."""
     macros = sample_macros()
+    directions = {m: report.summary[m].direction for m in metrics}
     rows: list[str] = []
     dets: list[str] = []
     size = 0
     for r in report.samples:
-        row, det = str(macros.row(table_row(r, metrics, scales))), str(macros.details(r))
+        row = str(macros.row(table_row(r, metrics, scales, directions)))
+        det = str(macros.details(r))
         size += _size(row) + _size(det) + 2
         if size > SAMPLE_BUDGET:
             break
@@ -131,7 +133,7 @@ def inline_samples(
         if len(chosen) == INLINE_ROWS:
             break
         r = report.samples[i]
-        row = str(macros.row(table_row(r, metrics, scales)))
+        row = str(macros.row(table_row(r, metrics, scales, directions)))
         det = str(macros.details(*_cut_sample(r, why)))
         n = _size(row) + _size(det) + 2
         if n > _MAX_SAMPLE:

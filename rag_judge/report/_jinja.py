@@ -22,6 +22,7 @@ from rag_judge.report._sample_view import (
     context_grades,
     failures,
     grounding_view,
+    judgment_state,
     not_retrieved,
 )
 from rag_judge.report._templates import PAGE, SAMPLES, SVG
@@ -60,6 +61,7 @@ def env() -> Environment:
         context_grades=context_grades,
         not_retrieved=not_retrieved,
         grounding_view=grounding_view,
+        judgment_state=judgment_state,
         failures=failures,
     )
     return environment

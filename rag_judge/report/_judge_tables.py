@@ -4,13 +4,15 @@ heading row and body rows of cells; an absent part of the report gives no table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_judge.report._format import MISSING, interval, num
 from rag_judge.report.estimates import JuryAgreement, PPIEstimate, RoganGladen, RubricAudit
 from rag_judge.report.model import Report
+from rag_judge.stats.ppi import PPIMethod
 
-__all__ = ["JudgeTable", "judge_tables"]
+__all__ = ["JudgeTable", "interval_method", "judge_tables"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,17 @@ def _pass_rate(rate: RoganGladen | None) -> str:
     return f"{num(rate.apparent, '.3f')} → {num(rate.corrected, '.3f')} {_ci(rate.ci)}{at}"
 
 
+_METHODS = {
+    PPIMethod.T: "intervals: Student's t, small-sample (method t)",
+    PPIMethod.PPI_PY: "intervals: normal, as the reference package ppi_py (method ppi_py)",
+}
+
+
+def interval_method(estimates: Iterable[PPIEstimate]) -> str:
+    """How the estimates' intervals were computed, in words."""
+    return "; ".join(_METHODS[m] for m in sorted({e.method for e in estimates}))
+
+
 def _ppi_table(report: Report) -> JudgeTable:
     level = f"{report.confidence:.0%}"
     head = [
@@ -81,7 +94,9 @@ def _ppi_table(report: Report) -> JudgeTable:
         "pass rate: judge → corrected",
     ]
     rows = [_ppi_row(e) for e in report.estimates.values()]
-    return JudgeTable("estimates", "Bias-corrected judge estimates", PPI_NOTE, head, rows)
+    method = interval_method(report.estimates.values())
+    note = f"{PPI_NOTE} {method[:1].upper()}{method[1:]}."
+    return JudgeTable("estimates", "Bias-corrected judge estimates", note, head, rows)
 
 
 def _ppi_row(e: PPIEstimate) -> list[str]:

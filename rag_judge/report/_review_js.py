@@ -67,14 +67,14 @@ REVIEW_JS = """(function () {
   });
   function count() {
     $("rv-count").textContent = labelled().length + " labelled · " + labelled(rubric).length +
-      " of " + D.items.length + " on " + rubric;
+      " of " + D.queues[rubric].length + " on " + rubric;
   }
   function show() {
     var i = D.queues[rubric][pos], it = D.items[i], score = it.scores[rubric];
     var u = D.uncertainty[rubric][i], det = document.getElementById("s-" + it.id);
     var mine = get(it.id, rubric), verdict = $("rv-verdict"), body = $("rv-body");
     $("rv-card").hidden = false;
-    $("rv-pos").textContent = (pos + 1) + " of " + D.items.length;
+    $("rv-pos").textContent = (pos + 1) + " of " + D.queues[rubric].length;
     $("rv-id").textContent = it.id;
     $("rv-judge").textContent = rubric + " " +
       (score === null ? "unscored" : String(+score.toFixed(3))) +
@@ -98,7 +98,9 @@ REVIEW_JS = """(function () {
     var id = D.items[D.queues[rubric][pos]].id;
     labels[id] = labels[id] || map(); labels[id][rubric] = v; save(); show();
   }
-  function move(d) { pos = Math.max(0, Math.min(D.items.length - 1, pos + d)); show(); }
+  function move(d) {  // within the rubric's queue: the samples its judge gave a verdict
+    pos = Math.max(0, Math.min(D.queues[rubric].length - 1, pos + d)); show();
+  }
   function start() { open = true; show(); $("rv-card").scrollIntoView(); }
   function exportLabels() {
     var order = map();

@@ -49,12 +49,13 @@ SAMPLES = """\
 {%- else %}<td class='num h{{ c.shade }}' data-v='{{ c.value|repr }}'>{{ c.value|short }}</td>
 {%- endif %}
 {% endmacro %}
-{% macro judgment(label, j, sub=false) %}
+{% macro judgment(label, j, sub=false, state=("unscored", "bad")) %}
 <tr data-rubric="{{ label }}"><td>{% if sub and j.judge %}<span class=sub>↳ judge \
 {{ j.judge }}</span>{% elif sub %}\
 <span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · {{ j.id or missing }}\
 </span>{% else %}{{ label }}{% endif %}</td><td class=num>
-{%- if j.score is none %}<span class=bad>unscored</span>{% else %}{{ j.score|short }}{% endif %}\
+{%- if j.score is none %}<span class={{ state[1] }}>{{ state[0] }}</span>{% else %}\
+{{ j.score|short }}{% endif %}\
 </td><td>{{ j.reason }}{% if j.score is none and j.raw %}<pre>{{ j.raw }}</pre>{% endif %}
 {%- if j|extras %}<pre class=extra>{{ j|extras }}</pre>{% endif %}</td>\
 <td class=num>{{ j.attempts }}</td><td>{{ "yes" if j.cached else "no" }}</td></tr>
@@ -120,7 +121,7 @@ class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 {% if r.judgments %}<h4>judgments</h4><table class=judg><thead><tr><th>rubric</th><th>score</th>\
 <th>reason</th><th>attempts</th><th>cached</th></tr></thead><tbody>
 {% for rubric, j in r.judgments.items() %}
-{{ judgment(rubric, j) }}
+{{ judgment(rubric, j, state=judgment_state(r, rubric, j)) }}
 {% for c in j.contexts or [] %}
 {{ judgment(rubric, c, sub=true) }}
 {% endfor %}

@@ -150,7 +150,8 @@ def render_html(report: Report) -> str:
     metrics = [m for _, ms in groups for m in ms]
     columns = Columns(report)
     inline = inline_samples(report, metrics, scales, columns)
-    reviewable = bool(inline.indices and review_rubrics(report))  # a 1-5 rubric, a sample shown
+    # a 1-5 rubric with a verdict on a sample the page shows
+    reviewable = bool(inline.indices and review_rubrics(report, inline.indices))
     page = env().get_template("page")
     return page.render(
         report=report,

@@ -40,7 +40,9 @@ from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
     CLAIM_VERDICTS,
     GROUNDING,
+    UNCHECKED,
     ClaimJudgment,
+    Direction,
     Failure,
     FailureKind,
     Judgment,
@@ -56,7 +58,9 @@ __all__ = [
     "CLAIM_VERDICTS",
     "GROUNDING",
     "SAMPLES_FILE",
+    "UNCHECKED",
     "ClaimJudgment",
+    "Direction",
     "Failure",
     "FailureKind",
     "Judgment",
@@ -76,6 +80,7 @@ __all__ = [
     "Signature",
     "Usage",
     "WarningKind",
+    "stub_method",
 ]
 
 SAMPLES_FILE = "samples.jsonl"  # beside report.json, when the samples are not inline
@@ -168,6 +173,12 @@ class Report(BaseModel):
             if s.kind is MetricKind.JUDGE and s.normalises is None
         ]
 
+    def judge_scored_nothing(self) -> bool:
+        """Whether the report has judge metrics and not one value among them: the judge failed
+        outright (a dead server errs on every call), so no judge-derived number may pass."""
+        rubrics = self.judge_rubrics()
+        return bool(rubrics) and not any(self.summary[m].n for m in rubrics)
+
     def graded_rubrics(self) -> list[str]:
         """The judge rubrics graded 1-5 on every sample they judged (what a person can label
         and the audit reads): not the 0/1 rates and claim counts of ``judge_rubrics``, nor a
@@ -194,17 +205,22 @@ class Report(BaseModel):
     def stub_method(self, metric: str) -> str | None:
         """How the stub judge scored ``metric`` ("a fixed score of 5", "a lexical word-overlap
         heuristic"; for a jury, each stub judge's way, joined), or None when no stub scored it."""
-        sig = self.signatures.get(metric)
-        stubs = [m for m in (sig.judges() if sig else []) if m.startswith("stub/")]
-        if not stubs:
-            return None
-        return " and ".join(dict.fromkeys(_stub_way(m.removeprefix("stub/")) for m in stubs))
+        return stub_method(self.signatures.get(metric))
 
     @property
     def confidence(self) -> float:
         """The interval level the summary's bounds were computed at."""
         boot = self.config.get("bootstrap")
         return float(boot.get("confidence", 0.95)) if isinstance(boot, dict) else 0.95
+
+
+def stub_method(sig: Signature | None) -> str | None:
+    """How the stub judge scores a metric of signature ``sig`` (see ``Report.stub_method``),
+    or None when no stub does; known from a signature before a run as after it."""
+    stubs = [m for m in (sig.judges() if sig else []) if m.startswith("stub/")]
+    if not stubs:
+        return None
+    return " and ".join(dict.fromkeys(_stub_way(m.removeprefix("stub/")) for m in stubs))
 
 
 def _stub_way(model: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html as htmllib
 import re
+from functools import partial
 
 from rag_judge.report.html import render_html
 from rag_judge.report.markdown import render_markdown
@@ -67,10 +68,13 @@ def _html_rows(page: str, anchor: str) -> dict[str, list[str]]:
 
 
 def _md_rows(md: str, title: str) -> dict[str, list[str]]:
+    """The section's body rows, by their first cell: each cell's text, its Markdown backslash
+    escapes (of ASCII punctuation, as CommonMark reads them) undone."""
     part = md.split(f"## {title}\n")[1].split("\n## ")[0]
     rows = [line for line in part.splitlines() if line.startswith("| ")][1:]  # past the head
     cells = [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
-    return {c[0]: c[1:] for c in cells}
+    unescape = partial(re.sub, r"\\([!-/:-@\[-`{-~])", r"\1")
+    return {unescape(c[0]): [unescape(x) for x in c[1:]] for c in cells}
 
 
 ESTIMATE = [
@@ -116,7 +120,8 @@ def test_the_audit_section() -> None:
     md_rows = _md_rows(md, "Judge audit")
     assert md_rows["correctness"] == correct
     # In Markdown the note's pipe is escaped and its line break flattened: one row, 7 cells.
-    assert md_rows["faithfulness"][-1] == "yes: judge gpt-4o \\| generator gpt-4o mini"
+    assert md_rows["faithfulness"][-1] == "yes: judge gpt-4o | generator gpt-4o mini"
+    assert "| yes: judge gpt-4o \\| generator gpt-4o mini |" in md
     assert "position consistency" not in page  # not a pairwise run
 
 

@@ -225,3 +225,51 @@ def test_claims_are_listed_without_the_sample() -> None:
     assert "<mark" not in a and a.count("not located in the answer") == 4
     assert "<h4>claims</h4>" in a
     assert '<h4>claims <span class="badge abstained">abstained</span></h4>' in b
+
+
+def _judgment_cell(details: str, rubric: str) -> str:
+    found = re.search(
+        rf'<tr data-rubric="{rubric}"><td>{rubric}</td><td class=num>(.*?)</td>', details
+    )
+    assert found is not None
+    return found.group(1)
+
+
+def test_judgments_table_shows_not_applicable_and_missing_input_as_such() -> None:
+    """Issue 27, item 9: an abstention's, a claimless answer's and a context-less sample's
+    grounding judgment are not the judge's unreadable reply (the orange "unscored")."""
+    report = _report()
+    b = _details(render_html(report), "b")
+    assert _judgment_cell(b, "grounding") == "<span class=na>n/a</span>"
+    r = report.samples[1]
+    r.judgments["grounding"] = Judgment(score=None, reason="n/a: the answer makes no claim",
+                                        claims=[], abstained=False)  # fmt: skip
+    r.errors["claim_support"] = Failure(kind=NA, message="the answer makes no claim")
+    assert _judgment_cell(_details(render_html(report), "b"), "grounding") == (
+        "<span class=na>n/a</span>"
+    )
+    r.errors["claim_support"] = Failure(
+        kind=FailureKind.MISSING_INPUT, message="field 'contexts' is missing or empty"
+    )
+    assert _judgment_cell(_details(render_html(report), "b"), "grounding") == (
+        "<span class=bad>missing input</span>"
+    )
+    r.errors["claim_support"] = Failure(kind=FailureKind.UNSCORED, message="claims: no JSON")
+    assert _judgment_cell(_details(render_html(report), "b"), "grounding") == (
+        "<span class=bad>unscored</span>"
+    )
+
+
+def test_an_unchecked_claim_is_drawn_neutrally_not_as_a_verdict() -> None:
+    """Issue 27, item 8: a claim whose verdict never came is not highlighted as unsupported."""
+    report = _report()
+    r = report.samples[0]
+    why = "unscored: claim verdicts: no JSON object with a 'verdicts' list in the reply"
+    claims = [c.model_copy(update={"verdict": "unchecked", "reason": why, "support": [],
+                                   "support_ids": None}) for c in _claims()]  # fmt: skip
+    r.judgments["grounding"] = r.judgments["grounding"].model_copy(update={"claims": claims})
+    details = _details(render_html(report), "a")
+    assert {v for v, *_ in MARK.findall(_answer(details))} == {"unchecked"}
+    assert '<span class="verdict unsupported">' not in details  # was each claim's verdict
+    assert '<span class="verdict unchecked">unchecked</span> Plans cost' in details
+    assert f"claim 1: unchecked · {why} · cites context 1" in htmllib.unescape(details)

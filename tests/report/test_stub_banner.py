@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rag_judge import JudgeEvaluator, Pipeline, RetrievalEvaluator
-from rag_judge.cli.run import what_ran
+from rag_judge import ExperimentConfig, JudgeEvaluator, Pipeline, RetrievalEvaluator
+from rag_judge.cli.run import run_header
 from rag_judge.llm import ClientConfig
 from rag_judge.report.html import render_html
 from rag_judge.report.model import Report, Signature
@@ -20,8 +20,10 @@ def _report() -> Report:
 def test_a_stub_judged_run_says_so_on_the_terminal_and_in_the_page() -> None:
     report = _report()
     assert report.stub_judged() == {"a lexical word-overlap heuristic": ["faithfulness"]}
-    lines = what_ran(report)
-    assert lines[0].startswith("rag-judge: 2 samples · evaluators: retrieval, judge · judge: stub/")
+    judge = JudgeEvaluator(rubrics=["faithfulness"], cache=None)
+    # Said before the run's first step, from the config.
+    lines = run_header(ExperimentConfig(evaluators=[RetrievalEvaluator(metrics=["mrr"]), judge]))
+    assert lines[0] == "rag-judge: evaluators: retrieval, judge · judge: stub/stub-lexical-support"
     assert "faithfulness scored by the stub judge, a lexical word-overlap heuristic" in lines[1]
     page = render_html(report)
     assert (
@@ -40,7 +42,7 @@ def test_a_fixed_stub_is_named_as_a_fixed_score() -> None:
     assert report.stub_judged() == {"a fixed score of 5": ["faithfulness", "correctness"]}
     assert (
         "faithfulness, correctness scored by the stub judge, a fixed score of 5"
-        in what_ran(report)[1]
+        in run_header(ExperimentConfig(evaluators=[judge]))[1]
     )
     assert "faithfulness, correctness were scored by the stub provider: a fixed score of 5" in (
         render_html(report)
@@ -53,7 +55,14 @@ def test_a_model_judged_run_has_no_stub_banner() -> None:
     options = {**sig.options, "judge": "openai/gpt-4o-mini"}
     report.signatures["faithfulness"] = sig.model_copy(update={"options": options})
     assert report.stub_judged() == {}
-    assert len(what_ran(report)) == 1
+    server = "http://127.0.0.1:9/v1"  # a local server needs no key; nothing is called
+    model = JudgeEvaluator(
+        rubrics=["faithfulness"],
+        client=ClientConfig(provider="openai", model="gpt-4o-mini", base_url=server),
+    )
+    assert run_header(ExperimentConfig(evaluators=[model])) == [
+        "rag-judge: evaluators: judge · judge: openai/gpt-4o-mini"
+    ]
     assert "Stub judge." not in render_html(report)
     assert isinstance(report.signatures["faithfulness"], Signature)
 
