@@ -33,7 +33,7 @@ def clean_registries():
 
 def test_the_worked_examples_run(clean_registries: None) -> None:
     blocks = _python_blocks()
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace: dict[str, object] = {"__name__": "extending_doc"}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -43,6 +43,7 @@ def test_the_worked_examples_run(clean_registries: None) -> None:
         "1.0",
         "field 'answer' is missing",
         f"exact_match|casefold:yes|version:{__version__}|ci:bootstrap-1000@0.95|seed:0",
+        "lower",  # a metric of one's own declares its direction
         "4.0",
         "echo-2 says so",
         "1",

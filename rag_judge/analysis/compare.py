@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from rag_judge.analysis.ppi import ppi_difference
 from rag_judge.data.sample import duplicate_id
 from rag_judge.errors import ConfigError, DataError
-from rag_judge.report.model import Report
+from rag_judge.report.model import Direction, Report
 from rag_judge.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
 
 __all__ = [
@@ -65,9 +65,10 @@ class CompareOptions:
 @dataclass
 class MetricComparison:
     """One metric of one NEW against BASE; statistics are None when no pair is scored. The
-    ``ppi_`` fields: the PPI++ difference of the means on the human scale, with its normal
-    interval and the number of samples labelled in both; None unless both reports carry
-    labels of this judge metric (the difference and interval also with fewer than 2 such)."""
+    ``ppi_`` fields: the PPI++ difference of the means on the human scale, with its interval
+    (by the new report's method: ``ppi_difference``) and the number of samples labelled in
+    both; None unless both reports carry labels of this judge metric (the difference and
+    interval also with fewer than 2 such)."""
 
     n: int
     base_mean: float | None
@@ -85,6 +86,18 @@ class MetricComparison:
     ppi_ci_low: float | None = None
     ppi_ci_high: float | None = None
     ppi_n_labelled: int | None = None
+    direction: Direction = Direction.HIGHER  # which way the metric improves (NEW's summary)
+
+    def change(self) -> Literal["better", "worse", "same"] | None:
+        """The sign of ``diff`` read in the metric's direction: a rise of a latency is
+        ``worse``. Not a test (the CI and p say whether it is more than noise); None for a
+        neutral metric (a count) or without a difference."""
+        if self.diff is None or self.direction is Direction.NEUTRAL:
+            return None
+        if self.diff == 0:
+            return "same"
+        gain = self.diff if self.direction is Direction.HIGHER else -self.diff
+        return "better" if gain > 0 else "worse"
 
 
 @dataclass
@@ -206,6 +219,7 @@ def compare_reports(
             ppi_ci_low=None if ppi is None else ppi.ci_low,
             ppi_ci_high=None if ppi is None else ppi.ci_high,
             ppi_n_labelled=None if ppi is None else ppi.n_labelled,
+            direction=new.summary[m].direction,
         )
     return out
 

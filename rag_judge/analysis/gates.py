@@ -9,16 +9,20 @@ What a gate name can be:
 - ``<metric>.ci_low`` / ``<metric>.ci_high``: a bound of its bootstrap interval;
 - ``unscored_rate``: Σ unscored / Σ (n + errors) over the judge rubrics
   (:meth:`Report.judge_rubrics`: judge metrics on their own 1-5 scale; a rubric's normalised
-  twin repeats its verdicts, so it is not counted again);
+  twin repeats its verdicts, so it is not counted again); it has no value, and fails, when the
+  judge scored nothing at all (a dead server errs on every call and unscores none);
 - ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included);
 - ``<metric>_ppi``: a judge metric's bias-corrected (PPI++) mean on the human scale, from the
   report's ``estimates`` (computed from its ``labels`` when a report has those alone);
   ``<metric>_ppi.ci_low`` / ``<metric>_ppi.ci_high``: that estimate's interval.
 
-A name that resolves to nothing, or a metric without a value, fails the gate with a message.
-A :class:`RegressionRule` adds a gate per metric against a baseline report, comparing the
-two means over the sample ids both reports scored (paired as ``rag-judge compare`` pairs them;
-the message says how many), with ``compare``'s paired bootstrap for ``significant_only``.
+A name that none of these can be (a misspelled metric) is a ConfigError with the closest
+legal names (:func:`check_gate_names`; ``rag-judge run`` checks the names against the metrics
+its evaluators will produce before any work). A metric without a value fails the gate with a
+message. A :class:`RegressionRule` adds a gate per metric against a baseline report, comparing
+the two means over the sample ids both reports scored (paired as ``rag-judge compare`` pairs
+them; the message says how many), in the metric's direction (``MetricSummary.direction``),
+with ``compare``'s paired bootstrap for ``significant_only``.
 """
 
 from __future__ import annotations
@@ -29,19 +33,25 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rag_judge.analysis._gate_names import BOUNDS, PPI_FORMS, check_gate_names, unknown_gate
 from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_scores
 from rag_judge.analysis.ppi import has_labels, ppi_estimate
 from rag_judge.errors import ConfigError
-from rag_judge.report.model import MetricSummary, Report
+from rag_judge.report.model import Direction, MetricSummary, Report
 
-__all__ = ["GateCheck", "GateResult", "RegressionRule", "check_gates", "parse_threshold"]
+__all__ = [
+    "GateCheck",
+    "GateResult",
+    "RegressionRule",
+    "check_gate_names",
+    "check_gates",
+    "parse_threshold",
+    "unknown_gate",
+]
 
 OPERATORS = (">=", "<=", "==", ">", "<")  # longest first, so ">=" is never read as ">"
 _EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _NAMED_EXPR = re.compile(r"^\s*(?P<metric>[^<>=\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
-_PSEUDO = ("unscored_rate", "error_rate")
-_BOUNDS = (".ci_low", ".ci_high")
-_PPI = (("_ppi", "estimate"), ("_ppi.ci_low", "ci_low"), ("_ppi.ci_high", "ci_high"))
 DROP_SLACK = 1e-12  # a drop printed as equal to max_drop (0.0300 vs 0.03) is not over it
 
 
@@ -100,15 +110,18 @@ def parse_threshold(expr: str | float, *, metric: str = "") -> tuple[str, float]
 @dataclass(frozen=True)
 class RegressionRule:
     """Fail a metric whose mean fell more than ``max_drop`` (in the metric's own units) below
-    the ``baseline``'s: new < base − max_drop, or new > base + max_drop for a metric in
-    ``lower_is_better``. Checked for each metric with a mean in both reports, or each of
-    ``metrics``.
+    the ``baseline``'s: new < base − max_drop, or new > base + max_drop for a metric whose
+    direction is ``lower`` (an error rate, a latency, a rank). Checked for each metric with a
+    mean in both reports whose direction is not ``neutral`` (a count: neither way is worse), or
+    each of ``metrics`` (a neutral one there is a ConfigError).
 
     Both means are taken over the same samples, as ``rag-judge compare`` pairs them: the sample
     ids scored (with a finite value) in both reports; the gate's message says how many were
-    paired and how many were left out. A metric whose summary says ``lower_is_better`` (TER)
-    is read that way without being listed. Corpus aggregates (BLEU) are compared on their per-sample
-    scores. A drop that equals ``max_drop`` up to float rounding (``DROP_SLACK``) passes.
+    paired and how many were left out. The direction is the report's summary's (the
+    baseline's when the report lacks the metric; a report written before directions reads
+    ``higher``); ``lower_is_better`` names metrics to read as ``lower`` whatever they declare.
+    Corpus aggregates (BLEU) are compared on their per-sample scores. A drop that equals
+    ``max_drop`` up to float rounding (``DROP_SLACK``) passes.
 
     With ``significant_only`` such a drop fails only if it is also significant: the seeded
     paired-bootstrap ``confidence`` interval of mean(new − base) lies entirely on the worse side
@@ -137,10 +150,31 @@ class RegressionRule:
             resamples=self.resamples, confidence=self.confidence, permutations=1, seed=self.seed
         )
 
+    def direction(self, report: Report, metric: str) -> Direction:
+        """Which way ``metric`` improves: ``lower`` if listed in ``lower_is_better``, else as
+        the report (or the baseline) declares it."""
+        if metric in set(self.lower_is_better):
+            return Direction.LOWER
+        declared = report.summary.get(metric, self.baseline.summary.get(metric))
+        return Direction.HIGHER if declared is None else declared.direction
+
     def names(self, report: Report) -> list[str]:
-        if self.metrics is not None:
-            return list(self.metrics)
-        return [m for m in report.summary if m in self.baseline.summary]
+        """The metrics gated: ``metrics`` (each in one of the reports at least, and not
+        neutral), else every metric in both reports that is not neutral."""
+        known = [*report.summary, *(m for m in self.baseline.summary if m not in report.summary)]
+        check_gate_names(self.lower_is_better, known, what="lower_is_better", suffixes=False)
+        if self.metrics is None:
+            shared = [m for m in report.summary if m in self.baseline.summary]
+            return [m for m in shared if self.direction(report, m) is not Direction.NEUTRAL]
+        check_gate_names(self.metrics, known, what="regression gate", suffixes=False)
+        for metric in self.metrics:
+            if self.direction(report, metric) is Direction.NEUTRAL:
+                raise ConfigError(
+                    f"regression gate {metric!r}: a neutral metric (neither a rise nor a fall "
+                    "is an improvement; docs/metric-direction.md): gate it with a threshold, or "
+                    "name it in lower_is_better"
+                )
+        return list(self.metrics)
 
 
 def check_gates(
@@ -150,6 +184,7 @@ def check_gates(
 ) -> GateResult:
     """Check ``thresholds`` on ``report`` and, if given, the ``regression`` rule."""
     parsed = {m: parse_threshold(e, metric=m) for m, e in thresholds.items()}  # fail fast
+    check_gate_names(parsed, report.summary, judge=report.judge_rubrics())
     checks = [_threshold(report, m, op, bound) for m, (op, bound) in parsed.items()]
     if regression is not None:
         checks += [_regression(report, regression, name) for name in regression.names(report)]
@@ -193,25 +228,26 @@ def _resolve(report: Report, name: str) -> tuple[float | None, str | None]:
         rubrics = report.judge_rubrics()
         if not rubrics:
             return None, "the report has no judge rubric (a judge metric on its 1-5 scale)"
+        if report.judge_scored_nothing():  # a dead judge errs on every call, unscores none
+            errors = sum(summary[m].errors for m in rubrics)
+            return None, f"the judge scored no value ({errors} failed), so it has no rate"
         return _rate([summary[m].unscored for m in rubrics], [_total(report, m) for m in rubrics])
     if name == "error_rate":
         if not summary:
             return None, "the report has no metrics"
         return _rate([s.errors for s in summary.values()], [_total(report, m) for m in summary])
-    for suffix in _BOUNDS:
+    for suffix in BOUNDS:
         base = name.removesuffix(suffix)
         if base != name and base in summary:
             bound = getattr(summary[base], suffix[1:])
             if bound is None:
                 return None, f"no confidence interval ({summary[base].n} scored)"
             return float(bound), None
-    for suffix, part in _PPI:
+    for suffix, part in PPI_FORMS:
         base = name.removesuffix(suffix)
         if base != name and base:
             return _ppi(report, base, part)
-    known = ", ".join([*summary, *_PSEUDO]) or "none"
-    ppi = "; <judge metric>_ppi[.ci_low/.ci_high]" if report.labels or report.estimates else ""
-    return None, f"not in the report (gates can name: {known}; or <metric>.ci_low/.ci_high{ppi})"
+    return None, unknown_gate(name, summary, judge=report.judge_rubrics()) or "not in the report"
 
 
 def _ppi(report: Report, metric: str, part: str) -> tuple[float | None, str | None]:
@@ -258,8 +294,7 @@ def _rate(numerators: list[int], totals: list[int]) -> tuple[float | None, str |
 
 
 def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
-    declared = rule.baseline.summary.get(name)
-    lower = name in set(rule.lower_is_better) or (declared is not None and declared.lower_is_better)
+    lower = rule.direction(new, name) is Direction.LOWER
     sign = -1.0 if lower else 1.0  # so that a positive difference is always an improvement
     b = rule.baseline.summary.get(name)
     n = new.summary.get(name)
@@ -287,17 +322,19 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
     floor = base_mean - sign * rule.max_drop
     drop = sign * (base_mean - new_mean)
     text = f" = {new_mean:.4f} (baseline {base_mean:.4f}, {pairing}, max_drop {rule.max_drop:g}"
+    # the worse way, in words: a latency that doubled "rose", it did not "drop"
+    fell, worse = ("rise", "rose") if lower else ("drop", "dropped")
     if drop <= rule.max_drop + DROP_SLACK:  # a drop equal to max_drop up to rounding passes
-        change = "drop" if drop > 0 else "change"
+        change = fell if drop > 0 else "change"
         return check(new_mean, floor, True, f"{text}: {change} {abs(drop):.4f})")
     if not rule.significant_only:
-        return check(new_mean, floor, False, f"{text}: dropped {drop:.4f})")
+        return check(new_mean, floor, False, f"{text}: {worse} {drop:.4f})")
     if paired < 2:
         return check(
             new_mean,
             floor,
             False,
-            f"{text}: dropped {drop:.4f}; only {paired} paired sample, cannot test significance)",
+            f"{text}: {worse} {drop:.4f}; only {paired} paired sample, cannot test significance)",
         )
     result = compare_pairs(base_scores, new_scores, rule.options())
     low, high = result.ci_low, result.ci_high
@@ -307,8 +344,8 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
         f"bootstrap {rule.resamples} resamples, seed {rule.seed}"
     )
     if (low > 0) if lower else (high < 0):  # entirely on the worse side of 0
-        return check(new_mean, floor, False, f"{text}: dropped {drop:.4f}, significant: {ci})")
-    return check(new_mean, floor, True, f"{text}: dropped {drop:.4f}, not significant: {ci})")
+        return check(new_mean, floor, False, f"{text}: {worse} {drop:.4f}, significant: {ci})")
+    return check(new_mean, floor, True, f"{text}: {worse} {drop:.4f}, not significant: {ci})")
 
 
 def _pairing(base: Report, new: Report, paired: int, missing: int) -> str:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rag_judge.analysis.compare import CompareOptions, CompareResult, Comparison, compare_runs
-from rag_judge.report._format import MISSING, ci_label, interval, num
+from rag_judge.report._format import MISSING, ci_label, interval, md_code, md_text, num, p_value
 from rag_judge.stats import CORRECTIONS, EXACT_MAX
 
 __all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
@@ -86,13 +86,14 @@ def render_table(result: CompareResult) -> str:
 
 
 def render_markdown(result: CompareResult) -> str:
-    out = [f"# Comparison with `{result.base}`", ""]
+    # paths, metric names and notes from data: md_code / md_text keep them text (see _format)
+    out = [f"# Comparison with {md_code(result.base)}", ""]
     for comp in result.comparisons:
         rows = _rows(result, comp)
-        out += [f"## `{comp.new}`", "", "| " + " | ".join(rows[0]) + " |"]
+        out += [f"## {md_code(comp.new)}", "", "| " + " | ".join(rows[0]) + " |"]
         out.append("|---|" + "---:|" * (len(rows[0]) - 1))
-        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        out += [""] + [f"- {n}" for n in _notes(comp)] + [""]
+        out += ["| " + " | ".join([md_text(r[0]), *r[1:]]) + " |" for r in rows[1:]]
+        out += [""] + [f"- {md_text(n)}" for n in _notes(comp)] + [""]
     out.append(_footer(result))
     return "\n".join(out) + "\n"
 
@@ -108,7 +109,7 @@ def _rows(result: CompareResult, comp: Comparison) -> list[list[str]]:
     adjusted = result.correction != "none"
     ppi = _has_ppi(result)
     ci = ci_label(result.options.confidence)
-    head = ["metric", "n", "base", "new", "diff", ci, "p"]
+    head = ["metric", "n", "base", "new", "diff", "change", ci, "p"]
     head += [f"p ({result.correction})"] if adjusted else []
     rows = [[*head, "missing", *(["PPI diff", f"PPI {ci}", "labelled"] if ppi else [])]]
     for name, mc in comp.metrics.items():
@@ -119,10 +120,11 @@ def _rows(result: CompareResult, comp: Comparison) -> list[list[str]]:
             num(mc.base_mean),
             num(mc.new_mean),
             num(mc.diff, "+.4f"),
+            mc.change() or MISSING,
             interval(mc.ci_low, mc.ci_high, "+.4f"),
-            num(mc.p_value, ".4g"),
+            p_value(mc.p_value),
         ]
-        row += [num(mc.p_adjusted, ".4g")] if adjusted else []
+        row += [p_value(mc.p_adjusted)] if adjusted else []
         row.append(str(mc.missing))
         if ppi:
             labelled = MISSING if mc.ppi_n_labelled is None else str(mc.ppi_n_labelled)
@@ -138,7 +140,8 @@ def _notes(comp: Comparison) -> list[str]:
         notes.append(
             "PPI diff: the prediction-powered (PPI++) difference of the means on the human "
             "scale, from the judge's paired differences and the labels of the samples labelled "
-            "in both runs (labelled); CI: normal"
+            "in both runs (labelled); CI: the new run's interval method (labels.method: t, "
+            "small-sample, by default)"
         )
     for name, mc in comp.metrics.items():
         if mc.corpus:
@@ -158,7 +161,9 @@ def _notes(comp: Comparison) -> list[str]:
 def _footer(result: CompareResult) -> str:
     o = result.options
     return (
-        f"diff = mean(new - base) over paired samples; CI: paired bootstrap, "
+        "diff = mean(new - base) over paired samples; change: diff read in the metric's "
+        f"direction (lower is better for error rates, latency and ranks; {MISSING} for a "
+        "neutral metric), not a test; CI: paired bootstrap, "
         f"{o.resamples} resamples; p: two-sided sign-flip test, "
         f"{o.permutations} permutations (exact for n <= {EXACT_MAX}); "
         f"correction: {result.correction}; seed {o.seed}"

@@ -32,7 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     gate = subparsers.add_parser(
         "gate",
         help="check a report against thresholds and a baseline (exit 1 if a gate fails)",
-        description="Exit 0 when every gate passes, 1 when one fails, 2 on bad input.",
+        description="Exit 0 when every gate passes, 1 when one fails, 2 on bad input (a gate "
+        "that names no metric of the report included).",
     )
     gate.add_argument("report", type=Path, help="report.json of the run to check")
     add_fail_under(gate)
@@ -54,7 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     gate.add_argument(
         "--lower-is-better", action="append", default=[], metavar="METRIC",
-        help="a metric where a rise is the regression (repeatable)",
+        help="read METRIC as lower-is-better, whatever it declares (repeatable; every metric "
+        "declares its direction: docs/metric-direction.md)",
     )  # fmt: skip
     gate.add_argument(
         "--resamples", type=_positive_int, default=CompareOptions.resamples,

@@ -1,9 +1,15 @@
-"""``rag-judge pairwise A B``: which of two variants answers each question better."""
+"""``rag-judge pairwise A B``: which of two variants answers each question better.
+
+Exit 0 with the result; 2 on bad input; 3 when the judge scored no pair at all (every call
+failed or was unreadable: a dead server, a wrong model name), as ``rag-judge run`` exits 3 when
+an evaluator produced no value. The result is printed in every case."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections import Counter
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -14,7 +20,10 @@ from rag_judge.judge.pairwise import PairwiseJudge
 from rag_judge.llm import ClientConfig
 from rag_judge.llm.providers import PROVIDERS
 
-__all__ = ["add_parser", "run_pairwise"]
+__all__ = ["EXIT_JUDGE_FAILED", "add_parser", "run_pairwise"]
+
+EXIT_JUDGE_FAILED = 3  # the judge scored no pair (rag-judge run's EXIT_EVALUATOR_FAILED)
+MAX_REASONS = 3  # distinct reasons shown on stderr
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +37,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--provider", choices=sorted(PROVIDERS), default="stub")
     p.add_argument("--model", help="judge model (required for openai)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint")
-    p.add_argument("--cache", type=Path, help="SQLite cache of judge replies (default: none)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache", type=_cache, default="default",
+        help="SQLite cache of judge replies (default: the judge cache every config shares, so "
+        "an interrupted comparison resumes)",
+    )  # fmt: skip
+    cache.add_argument(
+        "--no-cache", dest="cache", action="store_const", const=None,
+        help="cache nothing: every verdict is asked again",
+    )  # fmt: skip
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="seed of the judge and the bootstrap")
     p.add_argument("--format", choices=["table", "md", "json"], default="table")
@@ -37,6 +55,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="no progress on stderr (default: a live line on a terminal, else a line per step)",
     )  # fmt: skip
     p.set_defaults(handler=run_pairwise)
+
+
+def _cache(text: str) -> Path | str:
+    # "default" names the shared judge cache, as in a config; anything else is a file.
+    return text if text == "default" else Path(text)
 
 
 def run_pairwise(args: argparse.Namespace) -> int:
@@ -58,4 +81,11 @@ def run_pairwise(args: argparse.Namespace) -> int:
         print(result.to_markdown(), end="")
     else:
         print(result.to_table())
-    return 0
+    if not result.pairs or result.counts["n"]:
+        return 0
+    # Total failure: no verdict to count, so no win rate; say why, as `run` does.
+    reasons = Counter(p.reason or "unscored" for p in result.pairs)
+    print(f"rag-judge: the judge scored none of {len(result.pairs)} pairs", file=sys.stderr)
+    for reason, n in reasons.most_common(MAX_REASONS):
+        print(f"  ×{n}: {reason}", file=sys.stderr)
+    return EXIT_JUDGE_FAILED

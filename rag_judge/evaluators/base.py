@@ -41,10 +41,12 @@ from rag_judge.report.model import (
 )
 
 __all__ = [
+    "MIXED",
     "CorpusStatistic",
     "DryRun",
     "Evaluator",
     "EvaluatorResult",
+    "merged_signature",
     "missing_fields",
     "pick",
 ]
@@ -121,15 +123,30 @@ class EvaluatorResult:
         return usable
 
     @classmethod
-    def concat(cls, parts: Sequence[EvaluatorResult]) -> EvaluatorResult:
+    def concat(
+        cls,
+        parts: Sequence[EvaluatorResult],
+        merge: Callable[[Sequence[Signature]], Signature] | None = None,
+    ) -> EvaluatorResult:
         """One result from the results of contiguous shards of the samples, in shard order:
         columns, failures and judgments end to end, corpus rows stacked under one score
-        function, usage summed. Signatures come from the first part that has options (a
-        shard whose evaluator crashed has bare ones), and such a shard's corpus rows are
-        zeros: its samples have no score, so no statistic reads them."""
+        function, usage summed. Each metric's signature is ``merge`` (default
+        :func:`merged_signature`) of the signatures of the parts that scored it (a shard
+        whose evaluator crashed, or whose samples all failed, says nothing about how the
+        scores were made); when none did, the first part's with options. A crashed shard's
+        corpus rows are zeros: its samples have no score, so no statistic reads them."""
         if not parts:
             raise ValueError("no results to concatenate")
         base = next((p for p in parts if any(s.options for s in p.signatures.values())), parts[0])
+        signatures = dict(base.signatures)
+        for metric in signatures:
+            voters = [
+                p.signatures[metric]
+                for p in parts
+                if metric in p.signatures and any(v is not None for v in p.scores.get(metric, ()))
+            ]
+            if voters:
+                signatures[metric] = (merge or merged_signature)(voters)
         usage = Usage()
         for part in parts:
             usage += part.usage
@@ -146,13 +163,29 @@ class EvaluatorResult:
         return cls(
             scores={m: [v for p in parts for v in p.scores[m]] for m in base.scores},
             errors=[e for p in parts for e in p.errors],
-            signatures=dict(base.signatures),
+            signatures=signatures,
             corpus=corpus,
             judgments=[
                 j for p in parts for j in (p.judgments or [{}] * len(p.errors))
             ] if judged else [],
             usage=usage,
         )  # fmt: skip
+
+
+MIXED = "mixed"  # an option whose value differs between the parts of one run
+
+
+def merged_signature(signatures: Sequence[Signature]) -> Signature:
+    """One signature for a run from those of its parts (Ray shards), which must be of one
+    metric: an option with the same value in every part keeps it; one whose value differs (or
+    that some parts lack) says ``mixed``, as the judge's ``scoring`` does when logprobs came
+    back for some verdicts only. The options keep the first part's order."""
+    first = signatures[0]
+    options = {}
+    for key in dict.fromkeys(k for s in signatures for k in s.options):
+        values = {s.options.get(key) for s in signatures}
+        options[key] = first.options[key] if len(values) == 1 else MIXED
+    return first.model_copy(update={"options": options})
 
 
 @dataclass(frozen=True)
@@ -275,6 +308,13 @@ class Evaluator(BaseModel, abc.ABC):
     def dry_run(self, samples: Sequence[Sample]) -> DryRun | None:
         """What this evaluator would send to a model, or None if it calls no model."""
         return None
+
+    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
+        """One metric's signature for a run whose shards (``executor: ray``) signed it apart,
+        each from its own samples: :func:`merged_signature` (an option that differs says
+        ``mixed``); a family whose own word for that differs overrides it (sacrebleu's
+        ``nrefs:var``)."""
+        return merged_signature(signatures)
 
 
 def _option_text(value: Any) -> str:

@@ -33,7 +33,13 @@ from rag_judge.errors import ConfigError
 from rag_judge.evaluators import _jury
 from rag_judge.evaluators._judge_results import Job, empty_result, fail, fill, skipped_inputs
 from rag_judge.evaluators._judge_used import NORM, Used
-from rag_judge.evaluators._judging import CacheOption, cache_file, check_judge_client, local_cache
+from rag_judge.evaluators._judging import (
+    CacheOption,
+    cache_file,
+    check_judge_client,
+    local_cache,
+    open_cache,
+)
 from rag_judge.evaluators._jury_run import Jurors, jury_dry_run, run_jury
 from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
 from rag_judge.judge.asking import Outcome, ask_chunks_sync
@@ -56,7 +62,7 @@ from rag_judge.judge.verdicts import (
 )
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
-from rag_judge.llm.providers import check_capabilities
+from rag_judge.llm.providers import check_capabilities, no_calls
 from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricKind, Signature
 
 __all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator"]
@@ -249,7 +255,8 @@ class JudgeEvaluator(Evaluator):
                 "judge": f"{client.provider}/{client.model}",
                 "template": self.renderer.template_hash(r),
                 "temp": f"{self.temperature:g}",
-                "seed": str(self.seed),
+                # Not "seed": the rendered signature ends with the bootstrap's seed:S.
+                "judge_seed": str(self.seed),
                 "n": str(self.n),
                 "scoring": self.scoring(client),
             }
@@ -383,12 +390,17 @@ class JudgeEvaluator(Evaluator):
     ) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for
         missing inputs, token estimate and cost bound (first requests only; re-asks excluded);
-        a jury's summed over its jurors."""
+        a jury's summed over its jurors. Spending nothing, it needs no API key (``no_calls``),
+        and it reads the cache only where one exists (it creates no file)."""
         if self.judges:
             return jury_dry_run(self, samples, client)
-        client, scoring = self._plan(client)
-        result = empty_result(len(samples), self.signatures(client))
-        jobs = self.jobs(samples, scoring, result)
-        with self._engine(client) as engine:
+        with no_calls():
+            client, scoring = self._plan(client)
+            result = empty_result(len(samples), self.signatures(client))
+            jobs = self.jobs(samples, scoring, result)
+        with (
+            open_cache(self.cache_path(), dry=True) as cache,
+            make_engine(self.client, cache=cache, client=client) as engine,
+        ):
             estimate = engine.dry_run([j.request for j in jobs])
         return DryRun(prompts=len(jobs), skipped=skipped_inputs(result), **estimate)

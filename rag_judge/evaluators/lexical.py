@@ -14,7 +14,12 @@ from pydantic import Field, field_validator, model_validator
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick
-from rag_judge.evaluators.sacre import Scored, evaluate_scored, evaluate_scored_chunks
+from rag_judge.evaluators.sacre import (
+    Scored,
+    evaluate_scored,
+    evaluate_scored_chunks,
+    merged_nrefs,
+)
 from rag_judge.metrics.lexical import (
     BLEU_ORDER,
     ROUGE_MEASURES,
@@ -146,6 +151,9 @@ class BleuEvaluator(Evaluator):
         self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
     ) -> EvaluatorResult | None:
         return evaluate_scored_chunks(self, chunks, emit)
+
+    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
+        return merged_nrefs(signatures)
 
     def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = bleu_statistics(

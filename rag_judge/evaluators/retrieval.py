@@ -22,16 +22,18 @@ from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
 from rag_judge.judge.relevance import relevance_grade
 from rag_judge.metrics.retrieval import (
+    COUNTS,
     MIN_JUDGED,
     MetricSpec,
     Rankings,
     aggregate,
     compute,
+    is_count,
     is_geometric,
     parse_metric,
     uses_threshold,
 )
-from rag_judge.report.model import Judgment, MetricKind, Signature
+from rag_judge.report.model import Direction, Judgment, MetricInfo, MetricKind, Signature
 
 __all__ = [
     "MIN_JUDGED",
@@ -43,6 +45,9 @@ __all__ = [
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit_rate@5", "mrr", "map", "ndcg@5", "ndcg_exp@5")
 _GAINED = {"dcg", "idcg", "ndcg", "ndcg_exp"}
+# Families that measure the labels or the ranking's length, not its quality (the rest improve
+# upward): more judged documents, relevant documents or retrieved ones is no better ranking.
+_DIRECTIONS = dict.fromkeys(("idcg", "num_rel", "num_ret", "judged"), Direction.NEUTRAL)
 # How relevance_grade maps the judge's 1-5 onto 0-3, as the signature writes it: 1-5:0,0,1,2,3
 JUDGE_MAPPING = "1-5:" + ",".join(str(relevance_grade(s)) for s in range(1, 6))
 
@@ -64,6 +69,8 @@ def retrieval_signature(
         options["rel"] = f">={threshold:g}"
     if spec.family == "gm_map":
         options["agg"] = "geometric"
+    elif is_count(spec):
+        options["agg"] = "sum"
     if max_docs is not None:
         options["max_docs"] = str(max_docs)
     if unit is not None:
@@ -144,6 +151,13 @@ class RetrievalEvaluator(Evaluator):
     def signature(self, metric: str) -> Signature:
         return self._signature(metric, "judged", False)
 
+    def metric_info(self, metric: str) -> MetricInfo:
+        family = parse_metric(metric.removeprefix(self.name_prefix)).family
+        direction = _DIRECTIONS.get(family, Direction.HIGHER)
+        # A count (num_ret, ...) has no upper bound; every other metric lies in [0, 1].
+        scale = (0.0, None) if family in COUNTS else (0.0, 1.0)
+        return MetricInfo(kind=self.kind, direction=direction, scale=scale)
+
     def _signature(self, metric: str, ideal: str, spans: bool) -> Signature:
         """``spans``: some sample's labels were mapped onto its chunks by the overlap rule."""
         unit = "doc" if self.level == "document" else "chunk"
@@ -171,7 +185,10 @@ class RetrievalEvaluator(Evaluator):
 
     def _score(self, queries: Sequence[Graded]) -> dict[str, NDArray[np.float64]]:
         batch = Rankings.from_lists(
-            [g.ranked for g in queries], [g.ideal for g in queries], [g.known for g in queries]
+            [g.ranked for g in queries],
+            [g.ideal for g in queries],
+            [g.known for g in queries],
+            [g.extra for g in queries],
         )
         specs = self._specs()
         values = compute(batch, specs.values(), self.relevance_threshold, max_docs=self.max_docs)
@@ -183,10 +200,12 @@ class RetrievalEvaluator(Evaluator):
         for name, spec in self._specs().items():
             metric = self.name_prefix + name
             result.signatures[metric] = self._signature(metric, _ideal(sources), spans)
-            if is_geometric(spec):  # the summary is trec_eval's geometric mean, not a mean
+            # The summary is trec_eval's all-queries value: a geometric mean, a sum of counts.
+            description = "geometric mean" if is_geometric(spec) else "sum"
+            if is_geometric(spec) or is_count(spec):
                 rows = np.array([v if v is not None else 0.0 for v in result.scores[metric]])
                 result.corpus[metric] = CorpusStatistic(
-                    rows=rows.reshape(-1, 1), score=_aggregator(spec), description="geometric mean"
+                    rows=rows.reshape(-1, 1), score=_aggregator(spec), description=description
                 )
         return result
 

@@ -24,7 +24,7 @@ from rag_judge.metrics.sacre import (
     corpus_ter_from_rows,
     ter_statistics,
 )
-from rag_judge.report.model import MetricInfo, MetricKind, Signature
+from rag_judge.report.model import Direction, MetricInfo, MetricKind, Signature
 
 __all__ = [
     "ChrfEvaluator",
@@ -32,6 +32,7 @@ __all__ = [
     "TerEvaluator",
     "evaluate_scored",
     "evaluate_scored_chunks",
+    "merged_nrefs",
 ]
 
 _NREFS = re.compile(r"nrefs:\d+")  # sacrebleu's reference count in its signature
@@ -92,8 +93,18 @@ def evaluate_scored_chunks(
         emit(result)
     if len({tuple(s.options.items()) for s in seen}) <= 1:
         return None
-    options = {k: _NREFS.sub("nrefs:var", v) for k, v in seen[0].options.items()}
-    return EvaluatorResult.empty(0, {metric: Signature(name=metric, options=options)})
+    return EvaluatorResult.empty(0, {metric: merged_nrefs(seen)})
+
+
+def merged_nrefs(signatures: Sequence[Signature]) -> Signature:
+    """One signature from those of a run's chunks or Ray shards that scored: equal ones are
+    kept; parts whose reference counts differ say ``nrefs:var``, as sacrebleu says of one call
+    over every sample (the merge of :meth:`Evaluator.merge_signature` for this family)."""
+    first = signatures[0]
+    if len({tuple(s.options.items()) for s in signatures}) <= 1:
+        return first
+    options = {k: _NREFS.sub("nrefs:var", v) for k, v in first.options.items()}
+    return Signature(name=first.name, options=options)
 
 
 class ChrfEvaluator(Evaluator):
@@ -130,6 +141,9 @@ class ChrfEvaluator(Evaluator):
         self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
     ) -> EvaluatorResult | None:
         return evaluate_scored_chunks(self, chunks, emit)
+
+    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
+        return merged_nrefs(signatures)
 
     def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = chrf_statistics(
@@ -176,8 +190,11 @@ class TerEvaluator(Evaluator):
     ) -> EvaluatorResult | None:
         return evaluate_scored_chunks(self, chunks, emit)
 
+    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
+        return merged_nrefs(signatures)
+
     def metric_info(self, metric: str) -> MetricInfo:
-        return MetricInfo(kind=self.kind, scale=(0.0, None), lower_is_better=True)  # an error rate
+        return MetricInfo(kind=self.kind, scale=(0.0, None), direction=Direction.LOWER)  # errors
 
     def statistics(self, hypotheses: list[str], references: list[Sequence[str]]) -> Scored:
         stats = ter_statistics(

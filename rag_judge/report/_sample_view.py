@@ -21,8 +21,12 @@ from rag_judge.report.charts import Scale
 from rag_judge.report.model import (
     CLAIM_VERDICTS,
     GROUNDING,
+    UNCHECKED,
     ClaimJudgment,
+    Direction,
     Failure,
+    FailureKind,
+    Judgment,
     MetricKind,
     Report,
     SampleResult,
@@ -41,6 +45,7 @@ __all__ = [
     "failures",
     "grounding_view",
     "is_twin",
+    "judgment_state",
     "not_retrieved",
     "table_row",
 ]
@@ -90,6 +95,27 @@ def not_retrieved(sample: Sample) -> list[tuple[str, float]]:
     retrieved = {c.id for c in sample.contexts if c.id is not None}
     missed = [(d, g) for d, g in (sample.relevance or {}).items() if g > 0 and d not in retrieved]
     return sorted(missed, key=lambda p: -p[1])
+
+
+# How a judgment without a score reads, by the failure of the metric it scores: n/a and a
+# missing input are not a judge's unreadable reply (CSS class "na": neutral; "bad": a failure).
+_NO_SCORE = {
+    FailureKind.NOT_APPLICABLE: ("n/a", "na"),
+    FailureKind.MISSING_INPUT: ("missing input", "bad"),
+    FailureKind.ERROR: ("error", "bad"),
+    FailureKind.UNSCORED: ("unscored", "bad"),
+}
+
+
+def judgment_state(r: SampleResult, rubric: str, j: Judgment) -> tuple[str, str]:
+    """What the judgments table shows for ``j``, a judgment of ``r`` under ``rubric`` without a
+    score, and its CSS class: read from the failure of the metric it scores (the grounding
+    judgment scores ``claim_support``); ``unscored`` where no failure says otherwise (a jury's
+    judge or a context's judgment, which have no metric of their own)."""
+    failure = r.errors.get("claim_support" if rubric == GROUNDING else rubric)
+    if j.abstained:  # an abstention has no claims to score: n/a whatever the metric says
+        return _NO_SCORE[FailureKind.NOT_APPLICABLE]
+    return _NO_SCORE[failure.kind] if failure is not None else _NO_SCORE[FailureKind.UNSCORED]
 
 
 def failures(r: SampleResult) -> tuple[dict[str, Failure], dict[str, Failure]]:
@@ -167,8 +193,9 @@ def grounding_view(r: SampleResult) -> GroundingView | None:
 
 
 def _claim_view(n: int, c: ClaimJudgment, located: bool) -> ClaimView:
-    # each verdict is a CSS class of its mark; anything else read from a file: "other"
-    css = c.verdict if c.verdict in CLAIM_VERDICTS else "other"
+    # each verdict is a CSS class of its mark (unchecked: drawn neutrally, never as a verdict);
+    # anything else read from a file: "other"
+    css = c.verdict if c.verdict in (*CLAIM_VERDICTS, UNCHECKED) else "other"
     parts = [c.reason] if c.reason else []
     if c.support:
         by = "contradicted by" if c.verdict == "contradicted" else "supported by"
@@ -178,8 +205,10 @@ def _claim_view(n: int, c: ClaimJudgment, located: bool) -> ClaimView:
     if c.cited is not None:
         retrieved = [r for r in c.cited if r > 0]
         cites = f"cites {_ranks(retrieved, None)}" if retrieved else ""
-        if len(retrieved) < len(c.cited):
-            cites += (" and " if cites else "cites ") + "a context that was not retrieved"
+        outside = len(c.cited) - len(retrieved)
+        if outside:
+            what = "a context that was" if outside == 1 else f"{outside} contexts that were"
+            cites += (" and " if cites else "cites ") + f"{what} not retrieved"
         parts.append(cites or "no citation")
     return ClaimView(n, c.text, c.verdict, css, " · ".join(parts), located)
 
@@ -208,15 +237,24 @@ class Row:
     cells: list[Cell]
 
 
-def table_row(r: SampleResult, metrics: Sequence[str], scales: Mapping[str, Scale]) -> Row:
-    """``r``'s row of the sample table: a cell per metric, shaded in fifths of its scale."""
-    cells = [_cell(r.scores.get(m), scales[m], r.errors.get(m)) for m in metrics]
+def table_row(
+    r: SampleResult,
+    metrics: Sequence[str],
+    scales: Mapping[str, Scale],
+    directions: Mapping[str, Direction],
+) -> Row:
+    """``r``'s row of the sample table: a cell per metric, shaded in fifths of its scale, the
+    darker the better: mirrored for a metric whose direction is ``lower`` (a contradiction
+    rate of 1 is the palest), unshaded for a neutral one and on an unbounded scale."""
+    cells = [_cell(r.scores.get(m), scales[m], directions[m], r.errors.get(m)) for m in metrics]
     return Row(r.id, int(any(f.counts for f in r.errors.values())), cells)
 
 
-def _cell(value: float | None, scale: Scale, failure: Failure | None) -> Cell:
-    frac = 0.0
-    if value is not None and scale.hi is not None:
+def _cell(value: float | None, scale: Scale, direction: Direction, failure: Failure | None) -> Cell:
+    shade = 0
+    if value is not None and scale.hi is not None and direction is not Direction.NEUTRAL:
         frac = (value - scale.lo) / ((scale.hi - scale.lo) or 1.0)
+        shade = min(max(int(frac * 5), 0), 4)
+        shade = 4 - shade if direction is Direction.LOWER else shade
     na = failure is not None and not failure.counts
-    return Cell(value, failure is not None and failure.counts, min(max(int(frac * 5), 0), 4), na)
+    return Cell(value, failure is not None and failure.counts, shade, na)

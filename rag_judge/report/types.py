@@ -15,6 +15,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from rag_judge.data.sample import Sample
@@ -22,7 +23,9 @@ from rag_judge.data.sample import Sample
 __all__ = [
     "CLAIM_VERDICTS",
     "GROUNDING",
+    "UNCHECKED",
     "ClaimJudgment",
+    "Direction",
     "Failure",
     "FailureKind",
     "Judgment",
@@ -39,14 +42,17 @@ class Usage(BaseModel):
     """What model calls cost. ``requests`` counts distinct calls sent (so ``requests +
     cache_hits`` is the number of requests given). ``retries`` counts the further HTTP requests
     those calls took: the engine's retries after a failure, and a client's resend of a call in
-    another form (without ``response_format`` after a server refused it), so ``requests +
-    retries`` is the number of HTTP requests the server received. ``cache_hits`` counts results
-    served without a call (from the cache, or from an identical request earlier in the same
-    run). ``failures`` counts results that are errors. ``cost`` is None without prices."""
+    another form (without ``response_format`` after a server refused it). ``connect_errors``
+    counts the attempts among all those that never reached a server (connection refused, host
+    not found, no connection made in time), so ``requests + retries - connect_errors`` is the
+    number of HTTP requests the server received. ``cache_hits`` counts results served without
+    a call (from the cache, or from an identical request earlier in the same run).
+    ``failures`` counts results that are errors. ``cost`` is None without prices."""
 
     requests: int = 0
     cache_hits: int = 0
     retries: int = 0
+    connect_errors: int = 0
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -76,16 +82,47 @@ class MetricKind(str, Enum):
     CUSTOM = "custom"  # a user's evaluator that names no kind
 
 
+class Direction(str, Enum):
+    """Which way a metric improves (docs/metric-direction.md lists every built-in metric's).
+    Regression gates, ``compare``'s change column and report.html's heat map read it."""
+
+    HIGHER = "higher"  # a score or a share of something good
+    LOWER = "lower"  # an error rate, a latency, a rank
+    # A count or a property of the labels (claims, num_ret, judged@k): a change either way is
+    # not an improvement, so no gate or shading may call it one.
+    NEUTRAL = "neutral"
+
+
+def _legacy_direction(data: Any) -> Any:
+    # ``lower_is_better: true`` (report.json and MetricInfo before Direction) is LOWER.
+    if isinstance(data, dict) and "lower_is_better" in data:
+        data = dict(data)
+        lower = data.pop("lower_is_better")
+        if lower and "direction" not in data:
+            data["direction"] = Direction.LOWER
+    return data
+
+
 class MetricInfo(BaseModel):
-    """How to read a metric's numbers: its kind, its scale (``hi`` None: unbounded), and for a
-    judge's normalised twin the metric it restates on [0, 1]."""
+    """How to read a metric's numbers: its kind, its scale (``hi`` None: unbounded), for a
+    judge's normalised twin the metric it restates on [0, 1], and its direction (a metric that
+    declares none is read higher-is-better)."""
 
     model_config = ConfigDict(frozen=True)
 
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None
-    lower_is_better: bool = False  # an error rate (TER): regression gates read it
+    direction: Direction = Direction.HIGHER
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return _legacy_direction(data)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction is Direction.LOWER
 
 
 # A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
@@ -178,23 +215,28 @@ class Failure(BaseModel):
 
 GROUNDING = "grounding"  # the judgments' key a sample's claims and abstention are kept under
 CLAIM_VERDICTS = ("supported", "contradicted", "unsupported")  # what a claim's verdict can be
+# A claim never judged (no contexts, the verdict request failed or never parsed): a state of
+# its own, so that it is never shown or counted as a verdict.
+UNCHECKED = "unchecked"
 
 
 class ClaimJudgment(BaseModel):
     """One claim of an answer as the grounding judge saw it: its text, its verdict, the
     1-based ranks (and ids) of the retrieved contexts that entail it (or, for a contradicted
     claim, contradict it), the ranks its citation markers point at (0: at nothing retrieved),
-    the judge's reason, and where it sits in the answer (character offsets, when found)."""
+    the judge's reason, and where it sits in the answer (character offsets, when found).
+    ``sentence`` is the 1-based answer sentence it was mapped to, whose markers it cites."""
 
     model_config = ConfigDict(extra="forbid")
 
     text: str
-    verdict: str  # one of CLAIM_VERDICTS
+    verdict: str  # one of CLAIM_VERDICTS, or UNCHECKED (reason: why it was not judged)
     support: list[int] = Field(default_factory=list)
     support_ids: list[str | None] | None = None
     cited: list[int] | None = None
     reason: str = ""
     span: tuple[int, int] | None = None
+    sentence: int | None = None
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -257,8 +299,18 @@ class MetricSummary(BaseModel):
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
-    # An error rate (TER). Written only when true, so other metrics' entries stay as they were.
-    lower_is_better: bool = Field(default=False, exclude_if=lambda v: not v)
+    # Which way it improves. A report written before directions reads as higher (or lower
+    # where it said ``lower_is_better``).
+    direction: Direction = Direction.HIGHER
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return _legacy_direction(data)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction is Direction.LOWER
 
 
 class SampleResult(BaseModel):

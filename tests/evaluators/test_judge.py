@@ -213,11 +213,11 @@ def test_signature_has_the_template_hash_and_follows_the_template(tmp_path: Path
     digest = PromptRenderer().template_hash(rubric)
     version = sig["fluency"].rsplit("version:", 1)[1]
     assert sig["fluency"] == (
-        f"fluency|judge:stub/stub-lexical-support|template:{digest}|temp:0|seed:0|n:1"
+        f"fluency|judge:stub/stub-lexical-support|template:{digest}|temp:0|judge_seed:0|n:1"
         f"|scoring:json|version:{version}"
     )
     assert sig["fluency_norm"] == (
-        f"fluency_norm|judge:stub/stub-lexical-support|template:{digest}|temp:0|seed:0|n:1"
+        f"fluency_norm|judge:stub/stub-lexical-support|template:{digest}|temp:0|judge_seed:0|n:1"
         f"|scoring:json|scale:(s-1)/4|version:{version}"
     )
     assert signatures["fluency"].options["template"] == digest and not signatures["fluency"].run
@@ -340,7 +340,7 @@ def test_n_samples_record_their_spread() -> None:
     judged = result.judgments[0]["fluency"]
     assert judged.scores == [2, 4, 4]
     assert judged.spread == pytest.approx(math.sqrt(8 / 9))
-    assert "|temp:0.7|seed:0|n:3|" in result.signatures["fluency"].render()
+    assert "|temp:0.7|judge_seed:0|n:3|" in result.signatures["fluency"].render()
 
 
 # ---- through the openai client against the fake server ------------------------------------------
