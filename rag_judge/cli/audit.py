@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_judge.analysis.audit import audit_pairwise, audit_report, load_pairwise
+from rag_judge.cli._exits import EXIT_JUDGE_FAILED
 from rag_judge.report._format import (
     ci_label,
     interval,
@@ -35,8 +36,6 @@ __all__ = [
     "render_table",
     "run_audit",
 ]
-
-EXIT_JUDGE_FAILED = 3  # the judge scored nothing (rag-judge run's EXIT_EVALUATOR_FAILED)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

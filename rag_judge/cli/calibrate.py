@@ -19,6 +19,7 @@ from rag_judge.analysis.calibration import (
     load_labels,
 )
 from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
+from rag_judge.cli._exits import EXIT_JUDGE_FAILED
 from rag_judge.report._format import (
     MISSING,
     ci_label,
@@ -111,6 +112,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print("\n\n".join(_parts(results, estimates, render_markdown, render_ppi_markdown)))
     else:
         print("\n\n".join(_parts(results, estimates, render_table, render_ppi_table)))
+    if report.judge_scored_nothing():
+        print("rag-judge calibrate: the report's judge scored no value", file=sys.stderr)
+        return EXIT_JUDGE_FAILED
     return 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rag_judge.cli._exits import EXIT_JUDGE_FAILED
 from rag_judge.data.jsonl import read_jsonl
 from rag_judge.errors import cli_error
 from rag_judge.judge.pairwise import PairwiseJudge
@@ -22,7 +23,6 @@ from rag_judge.llm.providers import PROVIDERS
 
 __all__ = ["EXIT_JUDGE_FAILED", "add_parser", "run_pairwise"]
 
-EXIT_JUDGE_FAILED = 3  # the judge scored no pair (rag-judge run's EXIT_EVALUATOR_FAILED)
 MAX_REASONS = 3  # distinct reasons shown on stderr
 
 

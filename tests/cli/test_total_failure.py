@@ -49,6 +49,12 @@ def test_a_dead_judge_fails_the_run_and_every_judge_gate_after_it(tmp_path, caps
     # the audit of no verdicts is no clean bill
     assert main(["audit", str(out)]) == 3
     assert "the report's judge scored no value: nothing to audit" in capsys.readouterr().err
+    # calibrating verdicts that do not exist is no agreement either
+    ids = [s.id for s in Report.load(out / "report.json").samples]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": i, "faithfulness": 4}) + "\n" for i in ids))
+    assert main(["calibrate", str(out), str(labels)]) == 3
+    assert "the report's judge scored no value" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("api_key")
