@@ -19,29 +19,41 @@ import json
 import math
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from rag_judge.analysis.compare import compare_all
-from rag_judge.analysis.gates import check_gates
+from rag_judge.analysis.gates import check_gates, unknown_gate
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import DryRun
+from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline import Pipeline, RunResult
+from rag_judge.pipeline.conclusions import check_labels
 from rag_judge.report.markdown import summary_table
-from rag_judge.report.model import FailureKind, Report
+from rag_judge.report.model import (
+    FailureKind,
+    MetricKind,
+    Report,
+    Signature,
+    WarningKind,
+    stub_method,
+)
 from rag_judge.resources import resolve_config
 
 __all__ = [
     "EXIT_EVALUATOR_FAILED",
     "EXIT_GATE_FAILED",
     "add_parser",
+    "check_gate_names_of",
     "dry_run_table",
     "evaluator_failures",
     "failure_summary",
     "fresh_folder",
     "run",
+    "run_header",
 ]
 
 EXIT_GATE_FAILED = 1  # a gate (config ``gates`` or --fail-under) failed
@@ -55,7 +67,9 @@ EXIT_CODES = """exit status:
   2  bad input: the config, the dataset, an option
   3  an evaluator failed: more than max_error_rate of its values failed (errors, unscored
      verdicts, missing inputs), or it produced no value at all (e.g. the judge server is
-     down, base_url lacks /v1, the model name is wrong); takes precedence over 1
+     down, base_url lacks /v1, the model name is wrong), or a Ray shard was lost (its
+     worker died on every attempt; the report keeps the other shards'); takes precedence
+     over 1
   130  interrupted (Ctrl-C): calls in flight cancelled, finished ones kept in the caches;
      rerunning the same command resumes
 
@@ -130,10 +144,12 @@ def run(args: argparse.Namespace) -> int:
         overrides["executor"] = args.executor
     experiments = load_experiments(path, overrides or None)
     extra_gates = thresholds_from_cli(args.fail_under)
+    for name, config in experiments:  # a misspelled gate stops the run before any (paid) work
+        check_gate_names_of(path, name, config, extra_gates)
+    if args.dry_run:
+        return _dry_run(path, experiments, dataset_from_cli=args.dataset is not None)
     for name, config in experiments:
         check_experiment(path, name, config, dataset_from_cli=args.dataset is not None)
-    if args.dry_run:
-        return _dry_run(experiments)
     first = experiments[0][1]
     wanted = args.out or first.output_dir or Path("runs") / first.name
     base_out = wanted if args.overwrite else fresh_folder(wanted)
@@ -144,11 +160,14 @@ def run(args: argparse.Namespace) -> int:
     reports: list[tuple[str, Report]] = []  # (its folder, the report), for the comparison
     for name, config in experiments:
         out = base_out / folder_name(name) if name else base_out
+        # Heading and header before the steps (flushed: progress goes to stderr), so the
+        # progress reads under its variant and an interrupted run has said which judge it called.
+        print(f"\n## {name}\n" if name else "", end="")
+        print("\n".join(run_header(config)), flush=True)
         result = Pipeline(config).run()  # prepared again: cheap, each evaluator keeps its load
         paths = result.write(out)
         reports.append((str(out), result.report))
-        print(f"\n## {name}\n" if name else "", end="")
-        print("\n".join(what_ran(result.report)))
+        print(f"rag-judge: {len(result.report.samples)} samples evaluated")
         print(summary_table(result.report))
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
         gates = {**config.gates, **extra_gates}
@@ -164,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
             for line in summary.splitlines():
                 print(line if line.startswith(" ") else prefix + line, file=sys.stderr)
         broken |= bool(over)
+        # A Ray shard lost for good (its worker died on every attempt): its samples have no
+        # values, whatever max_error_rate allows, so the run failed.
+        for warning in result.report.warnings:
+            if warning.kind is WarningKind.SHARD_LOST:
+                print(f"rag-judge: {warning.metric}: {warning.message}", file=sys.stderr)
+                broken = True
     if len(reports) > 1:
         # Every variant against the first, paired by sample id, on the reports just made.
         (base_label, base), *news = reports
@@ -248,17 +273,36 @@ def check_experiment(
     (a template that does not parse, a judge's API key missing from the environment)."""
     suffix = f" (variant {variant})" if variant else ""
     dataset = config.dataset
-    if dataset is not None and not dataset.exists():
-        found = f"file not found: {dataset.resolve()}"
+    if dataset is not None and (dataset.is_dir() or not dataset.exists()):
+        what = "is a folder, not a dataset file" if dataset.is_dir() else "file not found"
+        found = f"{what}: {dataset.resolve()}"
         if dataset_from_cli:
             raise ConfigError(f"--dataset: {found}")
         raise ConfigError(f"{where(path, ('dataset',))}: dataset: {found}{suffix}")
     try:
+        check_labels(config)  # the run reads them before any sample is scored; say where now
         Pipeline(config).prepare()
     except ConfigError as exc:
         if not exc.loc:
             raise ConfigError(f"{path}: {exc}{suffix}") from None
         raise ConfigError(f"{where(path, exc.loc)}: {exc}{suffix}", loc=exc.loc) from None
+
+
+def check_gate_names_of(
+    path: Path, variant: str, config: ExperimentConfig, extra: Mapping[str, object]
+) -> None:
+    """A ConfigError, naming the config's line (or ``--fail-under``) and the closest names,
+    for a gate that names nothing a run of ``config`` will report."""
+    infos = Pipeline(config).metric_infos()
+    judge = [m for m, i in infos.items() if i.kind is MetricKind.JUDGE and i.normalises is None]
+    suffix = f" (variant {variant})" if variant else ""
+    for gate in [*config.gates, *extra]:
+        problem = unknown_gate(gate, infos, judge=judge)
+        if problem is None:
+            continue
+        if gate in extra:  # the command line's --fail-under wins over the config's gate
+            raise ConfigError(f"--fail-under {gate!r}: {problem}{suffix}")
+        raise ConfigError(f"{where(path, ('gates', gate))}: gates.{gate}: {problem}{suffix}")
 
 
 def fresh_folder(folder: Path) -> Path:
@@ -312,9 +356,22 @@ def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
     return "\n".join(lines)
 
 
-def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:
+def _dry_run(
+    path: Path, experiments: list[tuple[str, ExperimentConfig]], *, dataset_from_cli: bool
+) -> int:
     """A table per experiment of what each evaluator that calls a model would send, and its
-    cost; nothing is called or written."""
+    cost; nothing is called or written (no cache file is created). Checked as a run is, except
+    that a missing API key is a note on stderr, not an error: a dry run spends nothing."""
+    with no_calls() as unchecked:
+        for name, config in experiments:
+            check_experiment(path, name, config, dataset_from_cli=dataset_from_cli)
+        _dry_run_tables(experiments)
+    for problem in unchecked:
+        print(f"rag-judge: note: {problem}; a real run stops here", file=sys.stderr)
+    return 0
+
+
+def _dry_run_tables(experiments: list[tuple[str, ExperimentConfig]]) -> None:
     for name, config in experiments:
         samples = list(Pipeline(config).load_dataset())
         estimates = []
@@ -324,19 +381,27 @@ def _dry_run(experiments: list[tuple[str, ExperimentConfig]]) -> int:
                 estimates.append((f"evaluators[{i}] ({evaluator.type})", estimate))
         print(f"\n## {name}\n" if name else "", end="")
         print(dry_run_table(estimates))
-    return 0
 
 
-def what_ran(report: Report) -> list[str]:
-    """What a run did, for the terminal: samples, evaluators, the judge model; and a plain word
-    when the judge was the stub, whose scores are a heuristic."""
-    evaluators = [str(e.get("type")) for e in report.config.get("evaluators", [])]
-    judges = sorted(
-        {s.options["judge"] for s in report.signatures.values() if "judge" in s.options}
-    )
-    line = f"rag-judge: {len(report.samples)} samples · evaluators: {', '.join(evaluators)}"
+def run_header(config: ExperimentConfig) -> list[str]:
+    """What a run is about to do, for the terminal before its first step: its evaluators and
+    judge models, and a plain word when a judge is the stub, whose scores are a heuristic. From
+    the evaluators' signatures, which a run's report then carries: known before any sample."""
+    signatures: dict[str, Signature] = {}
+    stubbed: dict[str, list[str]] = {}
+    for evaluator in config.evaluators:
+        for metric in evaluator.metric_names():
+            sig = signatures[metric] = evaluator.signature(metric)
+            method = stub_method(sig)
+            if method is None:
+                continue
+            info = evaluator.metric_info(metric)  # a rubric on its own scale, not its _norm twin
+            if info.kind is MetricKind.JUDGE and info.normalises is None:
+                stubbed.setdefault(method, []).append(metric)
+    judges = sorted({s.options["judge"] for s in signatures.values() if "judge" in s.options})
+    line = f"rag-judge: evaluators: {', '.join(e.type for e in config.evaluators)}"
     lines = [line + (f" · judge: {', '.join(judges)}" if judges else "")]
-    for method, metrics in report.stub_judged().items():
+    for method, metrics in stubbed.items():
         lines.append(
             f"rag-judge: note: {', '.join(metrics)} scored by the stub judge, {method}, not an "
             "LLM (set client.provider to openai or local)"

@@ -29,6 +29,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The JSON-level reading lives apart (none of it knows what a score is); FENCE, braced and
+# lenient_loads are re-exported, so importers keep importing them from here.
+from rag_judge.judge._reply_json import (
+    FENCE,
+    JSON_START,
+    Cut,
+    braced,
+    conforms,
+    lenient_loads,
+    scan,
+)
 from rag_judge.llm.base import Completion
 
 __all__ = [
@@ -91,7 +102,6 @@ class Unscored(BaseModel):
     stated: bool = False
 
 
-FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _PROSE = re.compile(
     r"(final\s+)?\b(?:score|rating)\b\**\s*(?:is|of|=|:)?\s*\**\s*"
@@ -106,7 +116,7 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
     """Read one judge reply. Never raises; a reply without a usable score is ``Unscored``."""
     if not text or not text.strip():
         return Unscored(reason="empty reply", raw=text)
-    complete, cut = _scan(text)
+    complete, cut = scan(text)
     obj, offset = _find_object(text, complete, cut)
     if obj is not None:
         found = _from_object(obj, text, offset)
@@ -114,7 +124,7 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
             # The object was cut off: its score may be cut short too, so it is not "stated".
             return found.model_copy(update={"stated": False})
         return found
-    if cut is not None and _JSON_START.match(text, cut.offset):
+    if cut is not None and JSON_START.match(text, cut.offset):
         # A JSON object cut off before its score: a "score: 3" inside its reason is not the
         # verdict (the judge may have been weighing it), so only the prose before it counts.
         found = _from_prose(text, end=cut.offset)
@@ -127,7 +137,7 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
 
 
 def _find_object(
-    text: str, complete: list[tuple[str, int]], cut: _Cut | None
+    text: str, complete: list[tuple[str, int]], cut: Cut | None
 ) -> tuple[dict[str, Any] | None, int]:
     """The first JSON object with a score-like key: whole reply, fenced blocks, any {...}, then
     the object a cut-off reply left open."""
@@ -141,80 +151,6 @@ def _find_object(
         if isinstance(obj, dict) and _score_key(obj) is not None:
             return obj, offset
     return None, 0
-
-
-@dataclass(frozen=True)
-class _Cut:
-    """The top-level object a cut-off reply leaves open: ``text`` from its ``{`` on, with a
-    string cut mid-way closed (a dangling escape dropped), and how many braces are open."""
-
-    text: str
-    offset: int
-    depth: int
-
-    def closed(self) -> tuple[str, str]:
-        """The object closed as it stands, and with a dangling key (``, "score":``) dropped;
-        ``lenient_loads`` drops a trailing comma."""
-        braces = "}" * self.depth
-        return self.text + braces, _DANGLING_KEY.sub("", self.text) + braces
-
-
-_JSON_START = re.compile(r"""\{\s*["']""")
-# A key left without its value at the end of a cut-off object: `, "score":` or `, "sco"`.
-_DANGLING_KEY = re.compile(r"""(?:,|(?<=\{))\s*(?:"[^"]*"|'[^']*')\s*:?\s*$""")
-
-
-def _scan(text: str) -> tuple[list[tuple[str, int]], _Cut | None]:
-    """Balanced top-level ``{...}`` substrings with their offsets, skipping braces inside quoted
-    strings, and the object left open at the end of the text (None when all are closed)."""
-    out, depth, start, quote, escaped = [], 0, -1, "", False
-    for i, ch in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'" and depth > 0:
-            quote = ch
-        elif ch == "{":
-            start = i if depth == 0 else start
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                out.append((text[start : i + 1], start))
-    if depth == 0:
-        return out, None
-    tail = text[start:-1] if escaped else text[start:]
-    tail = tail + quote if quote else tail.rstrip()
-    return out, _Cut(tail, start, depth)
-
-
-def braced(text: str) -> list[tuple[str, int]]:
-    """Balanced top-level ``{...}`` substrings, skipping braces inside quoted strings."""
-    return _scan(text)[0]
-
-
-def lenient_loads(chunk: str) -> Any:
-    chunk = chunk.strip()
-    if not chunk.startswith("{"):
-        return None
-    for attempt in (chunk, _repair(chunk)):
-        try:
-            return json.loads(attempt)
-        except ValueError:
-            continue
-    return None
-
-
-def _repair(chunk: str) -> str:
-    """Cheap fixes for near-JSON: trailing commas, single quotes when no double quote is used."""
-    fixed = re.sub(r",\s*([}\]])", r"\1", chunk)
-    if '"' not in fixed:
-        fixed = fixed.replace("'", '"')
-    return fixed
 
 
 def _score_key(obj: Mapping[str, Any]) -> str | None:
@@ -453,44 +389,7 @@ def schema_valid(text: str, schema: Mapping[str, Any] = VERDICT_SCHEMA) -> bool:
         value = json.loads(text)
     except ValueError:
         return False
-    return _conforms(value, schema)
-
-
-_TYPES: dict[str, Any] = {
-    "object": dict,
-    "array": list,
-    "string": str,
-    "number": int | float,
-    "integer": int | float,
-    "boolean": bool,
-}
-
-
-def _conforms(value: Any, schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        expected = _TYPES.get(kind)
-        if expected is not None and not isinstance(value, expected):
-            return False
-        if kind in {"number", "integer"} and isinstance(value, bool):
-            return False
-        if kind == "integer" and not float(value).is_integer():
-            return False
-    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
-        return False
-    if isinstance(value, dict):
-        properties: Mapping[str, Any] = schema.get("properties") or {}
-        if any(key not in value for key in schema.get("required") or ()):
-            return False
-        if schema.get("additionalProperties") is False and any(k not in properties for k in value):
-            return False
-        return all(_conforms(value[k], sub) for k, sub in properties.items() if k in value)
-    return True
-
-
-def _same(value: Any, option: Any) -> bool:
-    """JSON equality: ``true`` is not ``1``."""
-    return isinstance(value, bool) == isinstance(option, bool) and value == option
+    return conforms(value, schema)
 
 
 def _weighted(dist: dict[int, float]) -> float:

@@ -26,12 +26,13 @@ from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResul
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.pipeline.conclusions import conclude, read_labels
-from rag_judge.pipeline.conditioned import add_conditioned
+from rag_judge.pipeline.conditioned import ANSWERED, add_conditioned, conditioned_rubrics
 from rag_judge.pipeline.judged_relevance import reads_judgments, with_judgments
 from rag_judge.pipeline.running import stream
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
+    Direction,
     Failure,
     FailureKind,
     MetricInfo,
@@ -50,7 +51,7 @@ __all__ = ["Pipeline", "RunResult", "summarize"]
 
 log = logging.getLogger("rag_judge")
 
-LATENCY = MetricInfo(kind=MetricKind.LATENCY, scale=(0.0, None))
+LATENCY = MetricInfo(kind=MetricKind.LATENCY, scale=(0.0, None), direction=Direction.LOWER)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,18 @@ class Pipeline:
                     raise ConfigError(f"{format_loc(loc)}: {message}", loc=loc) from None
                 raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
 
+    def metric_infos(self) -> dict[str, MetricInfo]:
+        """Every metric a run of this config reports, with its kind, scale and direction,
+        known before any work: the target's ``latency_s``, each evaluator's metrics, and the
+        ``<rubric>_answered`` metrics of a grounding evaluator's ``conditioned``."""
+        cfg = self.config
+        infos = {"latency_s": LATENCY} if cfg.target is not None else {}
+        for evaluator in cfg.evaluators:
+            infos |= {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
+        for rubric, scorer in conditioned_rubrics(cfg.evaluators).items():
+            infos[rubric + ANSWERED] = scorer.metric_info(rubric)
+        return infos
+
     def run(
         self,
         dataset: Dataset | Sequence[Sample] | None = None,
@@ -172,7 +185,7 @@ class Pipeline:
                 evaluator, step = evaluators[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({evaluator.type})"):
                     if i in pending:
-                        step.add(EvaluatorResult.concat(pending[i]()))
+                        step.add(pending[i].gather())
                     else:
                         fed = with_judgments(evaluator, collected.steps)
                         stream(fed, source.chunks(cfg.chunk_size), step)
@@ -180,6 +193,8 @@ class Pipeline:
             if added:
                 steps["conditioned on answering"] = added
             report = conclude(self._report(collected, source), cfg, labels)
+            # Ray shards that ran again or were lost (logged when it happened): said in the report
+            report.warnings = [*report.warnings, *(w for s in pending.values() for w in s.warnings)]
         finally:
             for s in collected.steps:
                 s.spool.close()
@@ -323,7 +338,7 @@ def summarize(
     info = info or MetricInfo()
     described = {
         "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
-        "lower_is_better": info.lower_is_better,
+        "direction": info.direction,
     }  # fmt: skip
     if not isinstance(values, Column):
         given, values = values, Column()

@@ -1,47 +1,59 @@
 """``executor: ray``: contiguous shards of the samples as Ray tasks, one per shard and evaluator,
-each evaluator an unprepared copy that the worker prepares; Ray is imported here, only."""
+each evaluator an unprepared copy that the worker prepares; Ray is imported here, only.
+Gathering the shards (reruns, lost shards, the workers' warnings) is ``_ray_shards.py``."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 import logging
-from collections.abc import Callable
+import os
+import threading
+from types import ModuleType
 from typing import Any
 
-from rag_judge.config import ExperimentConfig
+from rag_judge.config import ExperimentConfig, RayConfig
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import InMemory, SampleSource
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
 from rag_judge.llm.providers import ClientConfig
+from rag_judge.pipeline._ray_shards import Shards
 from rag_judge.pipeline.judged_relevance import reads_judgments
 from rag_judge.pipeline.running import run_whole
 
-__all__ = ["submit"]
+__all__ = ["Shards", "submit"]
 
 log = logging.getLogger("rag_judge")
 
+# The settings of rag-judge's own that a worker reads from its environment; a worker of a
+# cluster started apart (``ray start``) does not inherit the driver's, so they travel with
+# each task. API keys do not: a runtime_env is stored by the cluster and shown by its tools.
+ENV_PREFIX = "RAG_JUDGE_"
 
-def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Callable[[], list[Any]]]:
-    """Start each shardable evaluator's shards as Ray tasks; per evaluator index, a call that
-    waits for its shards' results, in shard order."""
+
+def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Shards]:
+    """Start each shardable evaluator's shards as Ray tasks; per evaluator index, its
+    :class:`Shards` (``gather()`` waits for them and joins them in shard order)."""
     try:
         import ray
     except ImportError:
         raise ConfigError("executor: ray needs Ray: pip install 'rag-judge[ray]'") from None
     samples = source.samples if isinstance(source, InMemory) else list(source)
-    cfg = config.ray
-    if not ray.is_initialized():  # address None: $RAY_ADDRESS, else a local cluster
-        ray.init(address=cfg.address, include_dashboard=False, log_to_driver=False)
+    connect(ray, config.ray)
     resources = ray.cluster_resources()
-    count = min(cfg.shards or max(1, int(resources.get("CPU", 1))), len(samples))
+    count = min(config.ray.shards or max(1, int(resources.get("CPU", 1))), len(samples))
     if count < 1:
         return {}
     bounds = [round(k * len(samples) / count) for k in range(count + 1)]
     shards = [ray.put(list(samples[a:b])) for a, b in itertools.pairwise(bounds)]
+    env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
+    # Retries are ours (max_retries=0), so that a rerun is known and said in the report.
+    options: dict[str, Any] = {"max_retries": 0}
+    if env:
+        options["runtime_env"] = {"env_vars": env}
     task = ray.remote(_evaluate_shard)
-    pending: dict[int, Callable[[], list[Any]]] = {}
+    pending: dict[int, Shards] = {}
     for i, evaluator in enumerate(config.evaluators):
         if not evaluator.shardable:
             log.info("evaluators[%d] (%s) needs every sample at once: not sharded, "
@@ -49,30 +61,129 @@ def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Callable
             continue
         if reads_judgments(evaluator):
             continue  # it reads the judge step's judgments, in the driver, after the judge
-        copy = _shard_copy(evaluator, count)
+        copies = [_shard_copy(evaluator, count, k) for k in range(count)]
         gpus = min(1.0, resources.get("GPU", 0) / count) if _wants_gpu(evaluator) else 0
-        refs = [task.options(num_gpus=gpus).remote(copy, shard) for shard in shards]
-        pending[i] = functools.partial(ray.get, refs)
+        run = task.options(num_gpus=gpus, **options)
+        start = functools.partial(_start, run, copies, shards)
+        label = f"evaluators[{i}] ({evaluator.type})"
+        pending[i] = Shards(label, evaluator, bounds, start, config.ray.retries)
     return pending
 
 
-def _evaluate_shard(evaluator: Evaluator, samples: list[Sample]) -> EvaluatorResult:
+def connect(ray: ModuleType, cfg: RayConfig) -> None:
+    """Join the cluster at ``cfg.address`` (else ``$RAY_ADDRESS``) within
+    ``cfg.connect_timeout`` seconds, or, with neither, start a new local one (never one
+    already running on this machine, which Ray's own default would join). A cluster this
+    process is already connected to (``ray.init()`` before the run) is used as it is. A
+    failure is a one-line ConfigError naming ``ray.address``."""
+    if ray.is_initialized():
+        return
+    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    init = functools.partial(ray.init, include_dashboard=False, log_to_driver=False)
+    if not address:
+        init(address="local")
+        return
+    named = f"ray.address {address!r}" if cfg.address else f"RAY_ADDRESS {address!r}"
+    outcome: list[BaseException | None] = []
+
+    def join() -> None:
+        try:
+            init(address=address)
+            outcome.append(None)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    # In a thread: Ray retries an address that does not answer (or refuses this process's
+    # token) for minutes, printing only its own log lines. Its warning that a driver joined
+    # off the main thread sets no SIGTERM handler is left out: the CLI needs none.
+    ray_worker = logging.getLogger("ray._private.worker")
+    ray_worker.addFilter(_off_main_thread)
+    thread = threading.Thread(target=join, name="rag-judge-ray-connect", daemon=True)
+    thread.start()
+    try:
+        thread.join(cfg.connect_timeout)
+    finally:
+        ray_worker.removeFilter(_off_main_thread)
+    if not outcome:
+        raise ConfigError(
+            f"{named}: no Ray cluster answered within {cfg.connect_timeout:g} s "
+            "(ray.connect_timeout). Check the host and port (host:6379 for the cluster's "
+            "GCS, ray://host:10001 for Ray Client), that the cluster is up, and, if it "
+            "requires a token, that RAY_AUTH_MODE=token and RAY_AUTH_TOKEN are set here"
+        )
+    exc = outcome[0]
+    if exc is None:
+        return
+    # Ray wraps the refusal, sometimes only as text in the message of the error it raises
+    if any(
+        type(e).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(e)
+        for e in _chain(exc)
+    ):
+        raise ConfigError(
+            f"{named}: the Ray cluster refused this process's token (AuthenticationError): it "
+            "requires token authentication; set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+            "RAY_AUTH_TOKEN_PATH) to the cluster's token"
+        )
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    raise ConfigError(f"{named}: could not join the Ray cluster: {type(exc).__name__}: {first}")
+
+
+def _off_main_thread(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (Ray wraps the cause of a failed join)."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in out:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def _start(run: Any, copies: list[Evaluator], shards: list[Any], k: int) -> Any:
+    """Submit shard ``k`` (again, after its worker died); its object ref."""
+    return run.remote(copies[k], shards[k])
+
+
+def _evaluate_shard(
+    evaluator: Evaluator, samples: list[Sample]
+) -> tuple[EvaluatorResult, list[tuple[int, str]]]:
     """One Ray task: the evaluator prepared in the worker and run on its shard, a failure
-    recorded against the shard's samples as in a local run."""
-    return run_whole(evaluator, samples)
+    recorded against the shard's samples as in a local run; with the warnings rag-judge
+    logged meanwhile (level, message), which the driver logs: the workers' own logs are not
+    sent to it."""
+    logged: list[tuple[int, str]] = []
+    handler = _Keep(logged)
+    logger = logging.getLogger("rag_judge")
+    logger.addHandler(handler)
+    try:
+        return run_whole(evaluator, samples), logged
+    finally:
+        logger.removeHandler(handler)
 
 
-def _shard_copy(evaluator: Evaluator, shards: int) -> Evaluator:
-    """The evaluator as sent to a shard: unprepared (nothing loaded travels; the worker
-    prepares it), with a judge client's rpm and tpm divided among the shards, so the shards
-    together keep the configured rate."""
+class _Keep(logging.Handler):
+    def __init__(self, into: list[tuple[int, str]]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append((record.levelno, record.getMessage()))
+
+
+def _shard_copy(evaluator: Evaluator, shards: int, k: int = 0) -> Evaluator:
+    """The evaluator as sent to shard ``k``: unprepared (nothing loaded travels; the worker
+    prepares it), with each judge client's limits shared among the shards, so the shards
+    together keep the configured ones (:func:`_divided`)."""
     update: dict[str, Any] = {}
     client = getattr(evaluator, "client", None)
     if isinstance(client, ClientConfig):
-        update["client"] = _divided(client, shards)
+        update["client"] = _divided(client, shards, k)
     judges = getattr(evaluator, "judges", ())
-    if judges:  # a jury: each judge keeps its own rate, divided the same way
-        update["judges"] = tuple(_divided(j, shards) for j in judges)
+    if judges:  # a jury: each judge keeps its own limits, divided the same way
+        update["judges"] = tuple(_divided(j, shards, k) for j in judges)
     copy = evaluator.model_copy(update=update)
     private = type(evaluator).__private_attributes__
     object.__setattr__(
@@ -81,9 +192,17 @@ def _shard_copy(evaluator: Evaluator, shards: int) -> Evaluator:
     return copy
 
 
-def _divided(client: ClientConfig, shards: int) -> ClientConfig:
-    limits = {k: getattr(client, k) / shards for k in ("rpm", "tpm") if getattr(client, k)}
-    return client.model_copy(update=limits) if limits else client
+def _divided(client: ClientConfig, shards: int, k: int) -> ClientConfig:
+    """Shard ``k``'s share of ``client``'s limits: ``rpm`` and ``tpm`` divided evenly, and the
+    ``concurrency`` split into whole calls that add up to it (8 over 3 shards: 3, 3, 2); each
+    shard keeps at least one call in flight, so with more shards than ``concurrency`` the
+    shards together have one call each in flight."""
+    limits: dict[str, Any] = {
+        key: getattr(client, key) / shards for key in ("rpm", "tpm") if getattr(client, key)
+    }
+    whole, extra = divmod(client.concurrency, shards)
+    limits["concurrency"] = max(1, whole + (k < extra))
+    return client.model_copy(update=limits)
 
 
 def _wants_gpu(evaluator: Evaluator) -> bool:

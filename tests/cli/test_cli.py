@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -188,3 +190,27 @@ def test_gate_exit_codes_through_main(tmp_path: Path, capsys) -> None:
     assert main(["gate", str(tmp_path), "--fail-under", "ndcg@5=0.57"]) == 1
     assert "FAIL ndcg@5 = 0.5607 (needs >= 0.57)" in capsys.readouterr().out
     assert main(["gate", str(tmp_path), "--threshold", "ndcg@5=>0.6"]) == 2
+
+
+def test_headings_and_header_come_before_their_steps(tmp_path: Path) -> None:
+    """stdout and stderr in one stream, as a terminal or a CI log shows them: each matrix
+    heading, then the header naming the judge, then that variant's progress lines."""
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join((REPO / "configs/data/demo.jsonl").read_text().splitlines(True)[:3]))
+    config = tmp_path / "m.yaml"
+    config.write_text(
+        f"name: m\ndataset: {data}\nevaluators:\n  - {{type: bleu}}\n"
+        "  - {type: judge, rubrics: [faithfulness], cache: null}\n"
+        "matrix:\n  s:\n    a: {seed: 1}\n    b: {seed: 2}\n"
+    )
+    both = io.StringIO()  # not a terminal: a line per finished step
+    with contextlib.redirect_stdout(both), contextlib.redirect_stderr(both):
+        assert main(["run", str(config), "--out", str(tmp_path / "r")]) == 0
+    lines = both.getvalue().splitlines()
+    header = "rag-judge: evaluators: bleu, judge · judge: stub/stub-lexical-support"
+    step = [i for i, line in enumerate(lines) if line.startswith("evaluators[")]
+    assert len(step) == 4, lines
+    a, b = lines.index("## s=a"), lines.index("## s=b")
+    assert a < lines.index(header, a) < step[0] < step[1] < b
+    assert b < lines.index(header, b) < step[2] < step[3]
+    assert "rag-judge: 3 samples evaluated" in lines[step[3] :]

@@ -69,9 +69,10 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
         )
         env = {**os.environ, "RAG_JUDGE_TEST_KEY": "sk-test", "PYTHONPATH": str(REPO)}
         out = tmp_path / "run"
+        # stdout and stderr in one pipe, as a terminal or a CI log shows them: in order.
         proc = subprocess.Popen(
             [sys.executable, "-m", "rag_judge.cli", "run", str(config), "--out", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
         )  # fmt: skip
         try:
             # Six calls answered and cached, four more in flight on a server that hangs.
@@ -79,7 +80,7 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
             wait_for(lambda: cached_rows(cache) >= ANSWERED, "the finished calls in the cache")
             stopped_at = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=30)
+            err, _ = proc.communicate(timeout=30)
             took = time.monotonic() - stopped_at
         finally:
             proc.kill()
@@ -91,6 +92,11 @@ def test_ctrl_c_stops_at_once_keeps_finished_calls_and_a_rerun_resumes(
             f"judge: {ANSWERED}/34 calls" in err
         )
         assert "rerunning the same command resumes" in err
+        # The header, which names the judge, came before the run's steps: it was printed
+        # after them, so an interrupted run never said which judge it had been calling.
+        header = "rag-judge: evaluators: judge · judge: openai/m\n"
+        assert header in err
+        assert err.index(header) < err.index("rag-judge: interrupted:")
         assert not (out / "report.json").exists()
         assert cached_rows(cache) == ANSWERED
 

@@ -49,16 +49,42 @@ def test_a_missing_api_key_is_a_config_error_before_any_work(
 ) -> None:
     monkeypatch.delenv("RAG_JUDGE_TEST_KEY", raising=False)
     config = write(tmp_path, OPENAI_JUDGE)
-    for extra in ([], ["--dry-run"]):
-        code, out, err = run(capsys, str(config), "--out", str(tmp_path / "r"), *extra)
-        assert code == 2
-        assert err.splitlines() == [
-            f"rag-judge: error: {config}:9: evaluators[1].client.api_key_env: environment "
-            "variable RAG_JUDGE_TEST_KEY is not set: the OpenAI API needs a key (or give "
-            "base_url for a local server that needs none)"
-        ]
-        assert out == ""
-        assert not (tmp_path / "r").exists()  # nothing scored, no report
+    code, out, err = run(capsys, str(config), "--out", str(tmp_path / "r"))
+    assert code == 2
+    assert err.splitlines() == [
+        f"rag-judge: error: {config}:9: evaluators[1].client.api_key_env: environment "
+        "variable RAG_JUDGE_TEST_KEY is not set: the OpenAI API needs a key (or give "
+        "base_url for a local server that needs none)"
+    ]
+    assert out == ""
+    assert not (tmp_path / "r").exists()  # nothing scored, no report
+
+
+def test_a_dry_run_needs_no_api_key_and_creates_no_cache_file(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A dry run spends nothing, so a missing key is a note, not an error; and "writes
+    # nothing" includes the judge cache, which a dry run used to create.
+    monkeypatch.delenv("RAG_JUDGE_TEST_KEY", raising=False)
+    cache = tmp_path / "sub" / "judge.sqlite"
+    config = write(tmp_path, OPENAI_JUDGE.replace("cache: null", f"cache: {cache}"))
+    code, out, err = run(capsys, str(config), "--out", str(tmp_path / "r"), "--dry-run")
+    assert code == 0
+    assert err.splitlines() == [
+        "rag-judge: note: environment variable RAG_JUDGE_TEST_KEY is not set: the OpenAI API "
+        "needs a key (or give base_url for a local server that needs none); a real run stops "
+        "here"
+    ]
+    row = out.splitlines()[2].split()
+    assert row[:5] == ["evaluators[1]", "(judge)", "3", "0", "3"]  # 3 prompts, all to send
+    assert not (tmp_path / "sub").exists() and not (tmp_path / "r").exists()
+    # With the cache there, a dry run reads it (and leaves no side file behind).
+    from rag_judge.llm.cache import SqliteCache
+
+    SqliteCache(cache).close()
+    before = sorted(p.name for p in cache.parent.iterdir())
+    assert run(capsys, str(config), "--dry-run")[0] == 0
+    assert sorted(p.name for p in cache.parent.iterdir()) == before == ["judge.sqlite"]
 
 
 def test_the_key_check_passes_with_a_key_or_a_local_server(
@@ -166,3 +192,52 @@ def test_a_matrix_rerun_gets_a_new_base_folder(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "grid-2" / "s-a" / "report.json").exists()
     assert fresh_folder(out) == tmp_path / "grid-3"
     assert fresh_folder(tmp_path / "empty") == tmp_path / "empty"
+
+
+def test_a_config_path_that_is_a_folder_is_a_config_error(tmp_path: Path, capsys) -> None:
+    # It was an IsADirectoryError: a traceback and exit 1.
+    (tmp_path / "a.yaml").write_text("evaluators: [{type: bleu}]\n")
+    code, out, err = run(capsys, str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"rag-judge: error: {tmp_path}: is a folder, not a YAML config file (it holds a.yaml)"
+    )
+
+
+def test_folders_where_the_dataset_or_labels_belong_name_the_config_line(
+    tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "folder").mkdir()
+    config = write(tmp_path, "name: t\ndataset: folder\nevaluators: [{type: bleu}]\n")
+    code, _, err = run(capsys, str(config))
+    assert code == 2
+    assert err.strip() == (
+        f"rag-judge: error: {config}:2: dataset: is a folder, not a dataset file: "
+        f"{(tmp_path / 'folder').resolve()}"
+    )
+    config = write(tmp_path, "dataset: data.jsonl\nlabels: folder\nevaluators: [{type: bleu}]\n")
+    code, _, err = run(capsys, str(config))
+    assert code == 2
+    assert err.strip() == (
+        f"rag-judge: error: {config}:2: labels.path: is a folder, not a label file: "
+        f"{(tmp_path / 'folder').resolve()}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("labels", "line"),
+    [("labels: gone.jsonl\n", 3), ("labels:\n  pass_score: 3\n  path: sub/gone.jsonl\n", 5)],
+)
+def test_a_missing_label_file_names_the_config_line_and_the_resolved_path(
+    tmp_path: Path, capsys, labels: str, line: int
+) -> None:
+    config = write(
+        tmp_path, f"name: t\ndataset: data.jsonl\n{labels}evaluators: [{{type: bleu}}]\n"
+    )
+    missing = tmp_path / labels.split()[-1]  # next to the config, not the working folder
+    code, out, err = run(capsys, str(config), "--out", str(tmp_path / "r"))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"rag-judge: error: {config}:{line}: labels.path: file not found: {missing.resolve()}"
+    )
+    assert not (tmp_path / "r").exists()  # before any work
