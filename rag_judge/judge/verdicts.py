@@ -29,9 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# The JSON-level reading lives apart (none of it knows what a score is); FENCE, braced and
-# lenient_loads are re-exported, so importers keep importing them from here.
-from rag_judge.judge._reply_json import (
+from rag_judge.judge._reply_json import (  # JSON-level; FENCE, braced, lenient_loads re-exported
     FENCE,
     JSON_START,
     Cut,
