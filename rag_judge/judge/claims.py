@@ -222,6 +222,18 @@ def _object(text: str, key: str) -> dict[str, Any] | None:
     return None
 
 
+def _listed(text: str, key: str) -> list[Any] | Unscored:
+    """The list under ``key`` of the first JSON object that has one, or Unscored saying why
+    there is none (the verdict and statement replies start alike)."""
+    if not text.strip():
+        return Unscored(reason="empty reply", raw=text)
+    obj = _object(text, key)
+    if obj is None or not isinstance(obj[key], list):
+        return Unscored(reason=f"no JSON object with a '{key}' list in the reply", raw=text)
+    items: list[Any] = obj[key]
+    return items
+
+
 def _problem(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
@@ -253,12 +265,9 @@ def read_verdicts(
     """One verdict per claim, in claim order, from a reply judging ``claims`` claims against
     ``contexts`` contexts; or Unscored saying what is wrong with it."""
     text = completion.text
-    if not text.strip():
-        return Unscored(reason="empty reply", raw=text)
-    obj = _object(text, "verdicts")
-    if obj is None or not isinstance(obj["verdicts"], list):
-        return Unscored(reason="no JSON object with a 'verdicts' list in the reply", raw=text)
-    items = obj["verdicts"]
+    items = _listed(text, "verdicts")
+    if isinstance(items, Unscored):
+        return items
     if len(items) == claims and all(isinstance(v, dict) and "claim" not in v for v in items):
         items = [{**v, "claim": i} for i, v in enumerate(items, start=1)]  # given in order
     try:
@@ -307,13 +316,11 @@ def read_statements(
     """One verdict per statement, in statement order, from a reply judging the statements
     whose cited context numbers are ``cited``; or Unscored saying what is wrong with it."""
     text = completion.text
-    if not text.strip():
-        return Unscored(reason="empty reply", raw=text)
-    obj = _object(text, "statements")
-    if obj is None or not isinstance(obj["statements"], list):
-        return Unscored(reason="no JSON object with a 'statements' list in the reply", raw=text)
+    items = _listed(text, "statements")
+    if isinstance(items, Unscored):
+        return items
     try:
-        verdicts = [StatementVerdict.model_validate(v) for v in obj["statements"]]
+        verdicts = [StatementVerdict.model_validate(v) for v in items]
     except ValidationError as exc:
         return Unscored(reason=f"statements: {_problem(exc)}", raw=text)
     problem = _numbering([v.statement for v in verdicts], len(cited), "statement")
