@@ -18,29 +18,26 @@ import argparse
 import json
 import math
 import sys
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from rag_judge.analysis.compare import compare_all
 from rag_judge.analysis.gates import check_gates, unknown_gate
+
+# The text a run prints (header, dry-run table, failure summary) lives apart, in _run_text.py,
+# to keep this file under ~400 lines; importers keep importing it from here.
+from rag_judge.cli._run_text import MAX_REASON_CHARS as MAX_REASON_CHARS
+from rag_judge.cli._run_text import MAX_REASONS as MAX_REASONS
+from rag_judge.cli._run_text import dry_run_table, evaluator_failures, failure_summary, run_header
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import DryRun
 from rag_judge.llm.providers import no_calls
-from rag_judge.pipeline import Pipeline, RunResult
+from rag_judge.pipeline import Pipeline
 from rag_judge.pipeline.conclusions import check_labels
 from rag_judge.report.markdown import summary_table
-from rag_judge.report.model import (
-    FailureKind,
-    MetricKind,
-    Report,
-    Signature,
-    WarningKind,
-    stub_method,
-)
+from rag_judge.report.model import MetricKind, Report, WarningKind
 from rag_judge.resources import resolve_config
 
 __all__ = [
@@ -58,8 +55,6 @@ __all__ = [
 
 EXIT_GATE_FAILED = 1  # a gate (config ``gates`` or --fail-under) failed
 EXIT_EVALUATOR_FAILED = 3  # an evaluator failed beyond max_error_rate, or produced no value
-MAX_REASONS = 3  # distinct failure reasons shown on stderr
-MAX_REASON_CHARS = 300
 
 EXIT_CODES = """exit status:
   0  every experiment ran; its gates (if any) passed
@@ -202,69 +197,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_GATE_FAILED if failed else 0
 
 
-def evaluator_failures(result: RunResult, max_error_rate: float) -> dict[str, tuple[int, int]]:
-    """The steps of a run (``target``, ``evaluators[i] (type)``) that failed: more than
-    ``max_error_rate`` of their values failed, or all of them; as (failed, all) values."""
-    return {
-        step: (bad, total)
-        for step, (bad, total) in result.failure_counts().items()
-        if total and (bad == total or bad / total > max_error_rate)
-    }
-
-
-def failure_summary(
-    result: RunResult, over: dict[str, tuple[int, int]], max_error_rate: float
-) -> str:
-    """A few lines for stderr: how many values and model calls failed, the first distinct
-    reasons (errors first, then unscored verdicts, then missing inputs), and each step that
-    failed beyond ``max_error_rate``; "" when nothing failed."""
-    counts = result.failure_counts()
-    bad = sum(b for b, _ in counts.values())
-    total = sum(t for _, t in counts.values())
-    calls = result.report.usage.failures
-    if not bad and not calls:
-        return ""
-    head = [f"{bad} of {total} values failed"] if bad else []
-    if calls:
-        head.append(f"{calls} model call{'s' if calls != 1 else ''} failed")
-    lines = ["; ".join(head)]
-    reasons = _reasons(result.report)
-    for (kind, message), (n, metrics) in reasons[:MAX_REASONS]:
-        if len(message) > MAX_REASON_CHARS:
-            message = message[: MAX_REASON_CHARS - 1] + "…"
-        where = ", ".join(metrics[:3]) + (", …" if len(metrics) > 3 else "")
-        lines.append(f"  {kind.value} ×{n} ({where}): {message}")
-    more = len(reasons) - MAX_REASONS
-    if more > 0:
-        lines.append(f"  … and {more} more distinct reason{'s' if more > 1 else ''}")
-    if reasons:
-        lines.append("  (every reason: samples[].errors in report.json, and report.md)")
-    for step, (b, t) in over.items():
-        why = "no value at all" if b == t else f"more than max_error_rate {max_error_rate:g}"
-        lines.append(f"{step} failed: {b} of {t} values failed ({b / t:.0%}), {why}")
-    return "\n".join(lines)
-
-
-def _reasons(report: Report) -> list[tuple[tuple[FailureKind, str], tuple[int, list[str]]]]:
-    """Distinct (kind, message) of the report's failures with their count of values and the
-    metrics they hit; errors first, then unscored, then missing inputs, most frequent first.
-    A judge rubric's normalised twin repeats its rubric's failure, so it is skipped."""
-    twins = {m for m, s in report.summary.items() if s.normalises is not None}
-    counts: Counter[tuple[FailureKind, str]] = Counter()
-    metrics: dict[tuple[FailureKind, str], list[str]] = {}
-    for _, metric, failure in report.index().failures:
-        if metric in twins:
-            continue
-        key = (failure.kind, failure.message)
-        counts[key] += 1
-        hit = metrics.setdefault(key, [])
-        if metric not in hit:
-            hit.append(metric)
-    order = list(FailureKind)
-    ranked = sorted(counts, key=lambda k: (order.index(k[0]), -counts[k]))  # stable: first seen
-    return [(k, (counts[k], metrics[k])) for k in ranked]
-
-
 def check_experiment(
     path: Path, variant: str, config: ExperimentConfig, *, dataset_from_cli: bool = False
 ) -> None:
@@ -315,47 +247,6 @@ def fresh_folder(folder: Path) -> Path:
     return candidate
 
 
-_DRY_RUN_COLUMNS = [
-    ("evaluator", None),
-    ("prompts", "prompts"),
-    ("skipped", "skipped"),
-    ("requests", "requests"),
-    ("cache hits", "cache_hits"),
-    ("prompt tokens", "prompt_tokens_estimate"),
-    ("max completion tokens", "completion_tokens_max"),
-    ("cost", "cost_estimate"),
-]
-
-
-def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
-    """A plain-text table of dry-run estimates, one row per evaluator that would call a model
-    (named like ``evaluators[4] (judge)``); "no judge calls" when there is none. Prompts are
-    the rendered prompts, skipped the samples (x rubrics) left out for a missing input,
-    requests those not already cached (identical ones counted once), prompt tokens an
-    estimate, max completion tokens the bound the requests ask for; cost is an upper bound from
-    the client's prices, or "no price set"."""
-    if not estimates:
-        return "no judge calls: no evaluator of this config calls a model"
-    rows = [[title for title, _ in _DRY_RUN_COLUMNS]]
-    for label, estimate in estimates:
-        row = [label]
-        for _, field in _DRY_RUN_COLUMNS[1:]:
-            value = getattr(estimate, str(field))
-            if field == "cost_estimate":
-                row.append("no price set" if value is None else f"${value:.4f}")
-            else:
-                row.append(f"{value:,}")
-        rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _dry_run(
     path: Path, experiments: list[tuple[str, ExperimentConfig]], *, dataset_from_cli: bool
 ) -> int:
@@ -381,29 +272,3 @@ def _dry_run_tables(experiments: list[tuple[str, ExperimentConfig]]) -> None:
                 estimates.append((f"evaluators[{i}] ({evaluator.type})", estimate))
         print(f"\n## {name}\n" if name else "", end="")
         print(dry_run_table(estimates))
-
-
-def run_header(config: ExperimentConfig) -> list[str]:
-    """What a run is about to do, for the terminal before its first step: its evaluators and
-    judge models, and a plain word when a judge is the stub, whose scores are a heuristic. From
-    the evaluators' signatures, which a run's report then carries: known before any sample."""
-    signatures: dict[str, Signature] = {}
-    stubbed: dict[str, list[str]] = {}
-    for evaluator in config.evaluators:
-        for metric in evaluator.metric_names():
-            sig = signatures[metric] = evaluator.signature(metric)
-            method = stub_method(sig)
-            if method is None:
-                continue
-            info = evaluator.metric_info(metric)  # a rubric on its own scale, not its _norm twin
-            if info.kind is MetricKind.JUDGE and info.normalises is None:
-                stubbed.setdefault(method, []).append(metric)
-    judges = sorted({s.options["judge"] for s in signatures.values() if "judge" in s.options})
-    line = f"rag-judge: evaluators: {', '.join(e.type for e in config.evaluators)}"
-    lines = [line + (f" · judge: {', '.join(judges)}" if judges else "")]
-    for method, metrics in stubbed.items():
-        lines.append(
-            f"rag-judge: note: {', '.join(metrics)} scored by the stub judge, {method}, not an "
-            "LLM (set client.provider to openai or local)"
-        )
-    return lines

@@ -1,0 +1,155 @@
+"""The config's models: ``ExperimentConfig`` and its nested option models (bootstrap, labels,
+ray), each validated at construction; ``rag_judge.config`` re-exports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
+
+from rag_judge.analysis.gates import parse_threshold
+from rag_judge.evaluators import Evaluator, validate_evaluators
+from rag_judge.evaluators.retrieval import check_relevance_from, settle_retrieval
+from rag_judge.stats.ppi import PPIMethod
+
+__all__ = ["BootstrapConfig", "ExperimentConfig", "LabelsConfig", "RayConfig"]
+
+
+class BootstrapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resamples: int = Field(default=1000, ge=0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class LabelsConfig(BaseModel):
+    """Human labels of a slice of the samples, for the bias-corrected (PPI) estimates: a label
+    file (``path``: JSONL or CSV, ``{"id": ..., "<metric>": label}``, as ``rag-judge
+    calibrate`` and the report's review mode write them), or with ``column`` each sample's
+    ``metadata[column]`` in the dataset (or in ``path``). ``pass_score``: a 1-5 rubric's
+    verdict passes at a score >= it (the pass rate corrected by Rogan-Gladen). ``method``: how
+    the estimates' intervals are computed, ``t`` (small-sample, valid down to 15 labels) or
+    ``ppi_py`` (the reference package's normal interval). A bare string in the config is the
+    ``path``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path | None = None
+    column: str | None = None
+    pass_score: float = Field(default=4.0, ge=1, le=5)
+    method: PPIMethod = PPIMethod.T
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str | Path) else value
+
+    @model_validator(mode="after")
+    def _something(self) -> LabelsConfig:
+        if self.path is None and self.column is None:
+            raise ValueError("needs a 'path' (a label file) or a 'column' (in the dataset)")
+        return self
+
+
+class RayConfig(BaseModel):
+    """Where ``executor: ray`` runs: ``address`` of an existing cluster (``ray://head:10001``,
+    ``auto``; None: ``$RAY_ADDRESS``, else a new local cluster started for the run, never one
+    already running on the machine), the number of ``shards`` the samples are split into
+    (None: the cluster's CPUs), how long joining a cluster may take (``connect_timeout``,
+    seconds) and how many times a shard whose worker died is run again (``retries``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = None
+    shards: int | None = Field(default=None, ge=1)
+    connect_timeout: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=3, ge=0)
+
+
+class ExperimentConfig(BaseModel):
+    """A run: which dataset, which evaluators with which options, where the report goes.
+
+    Relative paths are resolved against the config file's folder by :func:`load_config`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "experiment"
+    dataset: Path | None = None
+    dataset_format: Literal["jsonl", "csv", "parquet"] | None = None  # None: from the extension
+    dataset_layout: Literal["rag-judge", "ragas"] | None = None  # None: from the column names
+    # A live system to evaluate: "package.module:function" or "file.py:function", called with
+    # each question; its answers and contexts replace the dataset's.
+    target: str | None = None
+    target_concurrency: int = Field(default=4, ge=1)
+    target_timeout: float | None = Field(default=None, gt=0)
+    output_dir: Path | None = None
+    # The model that generated the answers (a sample's metadata["generator"] overrides it):
+    # the judge audit flags self-preference when it is of the judge's model family.
+    generator: str | None = None
+    labels: LabelsConfig | None = None  # human labels of a slice: bias-corrected estimates
+    seed: int = 0
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    # Each a registered type, a 'package.module:Class' path, or an Evaluator instance.
+    evaluators: list[SerializeAsAny[Evaluator]] = Field(min_length=1)
+    # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
+    gates: dict[str, str | float] = Field(default_factory=dict)
+    # `rag-judge run` exits 3 when more than this share of any evaluator's values failed
+    # (errors, unscored verdicts, missing inputs), and whatever it is set to, when an evaluator
+    # produced no value at all; the default, 1.0, fails only the latter.
+    max_error_rate: float = 1.0
+    # Where the evaluators run: "local" (this process) or "ray" (contiguous shards of the
+    # samples as Ray tasks; needs the rag-judge[ray] extra). `ray` says which cluster.
+    executor: Literal["local", "ray"] = "local"
+    ray: RayConfig = Field(default_factory=RayConfig)
+    # Samples an evaluator takes at a time: memory holds one chunk of samples, not the dataset.
+    chunk_size: int = Field(default=2000, ge=1)
+    # report.json holds the samples inline up to this many; past it they are written to
+    # samples.jsonl beside it, and only score columns stay in memory.
+    inline_samples: int = Field(default=5000, ge=0)
+
+    @field_validator("max_error_rate")
+    @classmethod
+    def _valid_rate(cls, rate: float) -> float:
+        if not 0.0 <= rate <= 1.0:  # NaN fails too
+            raise ValueError(
+                f"max_error_rate must be between 0 and 1 (the share of an evaluator's values "
+                f"that may fail, e.g. 0.05), got {rate:g}"
+            )
+        return rate
+
+    @field_validator("gates")
+    @classmethod
+    def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
+        for metric, expr in gates.items():
+            parse_threshold(expr, metric=metric)  # raises, naming the legal operators
+        return gates
+
+    @field_validator("evaluators", mode="before")
+    @classmethod
+    def _evaluators(cls, value: Any) -> Any:
+        return validate_evaluators(value)  # the registry is read now, not at import
+
+    @field_validator("evaluators")
+    @classmethod
+    def _distinct_metrics(cls, evaluators: list[Evaluator]) -> list[Evaluator]:
+        evaluators = settle_retrieval(evaluators)  # before the clash check: it drops a twin
+        seen: dict[str, int] = {}
+        for i, ev in enumerate(evaluators):
+            for metric in ev.metric_names():
+                if metric in seen:
+                    raise ValueError(
+                        f"metric {metric!r} is produced by evaluators[{seen[metric]}] and "
+                        f"evaluators[{i}]; give one of them a different metric list"
+                    )
+                seen[metric] = i
+        check_relevance_from(evaluators)
+        return evaluators
