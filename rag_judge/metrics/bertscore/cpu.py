@@ -50,7 +50,7 @@ ATTENTION = "eager"  # the attention implementation a CPU model is loaded with (
 _PROBE_TOLERANCE = 1e-4  # of the output's scale: float rounding passes, a wrong kernel does not
 _ROWS_HINT = 2048  # rows per product the weights' layout is chosen for (any count works)
 # Below this many tokens (texts x length) a batch runs on one thread; see the module's notes.
-SMALL_BATCH_TOKENS = 1024
+SMALL_BATCH_TOKENS = 512
 
 
 @contextmanager
