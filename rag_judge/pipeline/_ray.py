@@ -18,7 +18,7 @@ from rag_judge.data.stream import InMemory, SampleSource
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
 from rag_judge.llm.providers import ClientConfig
-from rag_judge.pipeline._ray_shards import Shards
+from rag_judge.pipeline._ray_shards import Shards, brief
 from rag_judge.pipeline.judged_relevance import reads_judgments
 from rag_judge.pipeline.running import run_whole
 
@@ -124,8 +124,7 @@ def connect(ray: ModuleType, cfg: RayConfig) -> None:
             "requires token authentication; set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
             "RAY_AUTH_TOKEN_PATH) to the cluster's token"
         )
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    raise ConfigError(f"{named}: could not join the Ray cluster: {type(exc).__name__}: {first}")
+    raise ConfigError(f"{named}: could not join the Ray cluster: {brief(exc, 300)}")
 
 
 def _off_main_thread(record: logging.LogRecord) -> bool:

@@ -12,7 +12,7 @@ from rag_judge.evaluators.base import Evaluator, EvaluatorResult
 from rag_judge.pipeline.running import crashed
 from rag_judge.report.model import ReportWarning, WarningKind
 
-__all__ = ["ShardLost", "Shards"]
+__all__ = ["ShardLost", "Shards", "brief"]
 
 log = logging.getLogger("rag_judge")
 
@@ -91,8 +91,7 @@ class Shards:
 
     def _lost(self, k: int, attempts: int, exc: Exception) -> EvaluatorResult:
         """Shard ``k`` lost for good: its samples fail every metric of the evaluator, with why."""
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        why = f"{type(exc).__name__}: {first}"
+        why = brief(exc, 200)
         tries = f"its worker died on all {attempts} attempts" if attempts > 1 else "it failed"
         message = f"{self._shard(k)} was lost: {tries} ({why})"
         n = self.bounds[k + 1] - self.bounds[k]
@@ -130,3 +129,10 @@ class Shards:
                 "when it died were sent but not counted.",
             )
         )
+
+
+def brief(exc: BaseException, limit: int) -> str:
+    """``Type: first line of the message``, cut at ``limit`` characters: Ray's errors carry
+    the worker's whole traceback, which a report line or a config error must not."""
+    first = (str(exc).strip().splitlines() or [""])[0][:limit]
+    return f"{type(exc).__name__}: {first}"
