@@ -16,17 +16,16 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from rag_judge._async import BackgroundWriter
 from rag_judge.llm.base import Completion
-from rag_judge.resources import cache_dir
+from rag_judge.resources import BUSY_TIMEOUT, cache_dir, use_wal, when_unlocked
 
 __all__ = ["BUSY_TIMEOUT", "CacheOption", "SqliteCache", "cache_file"]
 
-T = TypeVar("T")
 # A judge's ``cache`` option: "default" (the cache every config shares), a file, or None (off).
 CacheOption = Literal["default"] | Path | None
 
@@ -37,8 +36,6 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
-# Seconds a statement waits for another process's lock on the file, creation included.
-BUSY_TIMEOUT = 30.0
 _INSERT = "INSERT OR REPLACE INTO completions (key, completion, created) VALUES (?, ?, ?)"
 _STORED_FIELDS = (
     "choices",
@@ -65,45 +62,11 @@ def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
 
 def _set_up(conn: sqlite3.Connection) -> None:
     # Each statement is idempotent, so a retry after a lock starts over safely.
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        conn.execute("PRAGMA journal_mode=WAL")
+    use_wal(conn)
     # NORMAL in WAL mode: a commit survives a killed process (not a power cut), and is cheap.
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
     conn.execute(_SCHEMA)
-
-
-def _when_unlocked(path: Path, step: Callable[[], T]) -> T:
-    """``step()``, tried again while another connection holds the file locked, for up to
-    ``BUSY_TIMEOUT`` seconds. SQLite's busy timeout does not cover every statement: switching
-    a new file to WAL fails at once with "database is locked" while another process holds a
-    lock on it (two runs creating the default cache together), so that wait is done here."""
-    deadline = time.monotonic() + BUSY_TIMEOUT
-    delay = 0.005
-    while True:
-        try:
-            return step()
-        except sqlite3.OperationalError as exc:
-            if not _locked(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise sqlite3.OperationalError(
-                    f"judge cache {path}: {exc} (still locked by another process after "
-                    f"{BUSY_TIMEOUT:g} s)"
-                ) from None
-        _pause(delay)  # outside the except block: no chained error on the next failure
-        delay = min(delay * 2, 0.25)
-
-
-_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11)
-_pause = time.sleep  # between tries on a locked file (a test waits on it instead)
-
-
-def _locked(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if isinstance(code, int):
-        return code & 0xFF in _BUSY_CODES
-    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _retrieved(future: asyncio.Future[None]) -> None:
@@ -157,7 +120,7 @@ class SqliteCache:
             return None
         cache = cls(path, read_only=True)
         try:
-            found = _when_unlocked(
+            found = when_unlocked(
                 path,
                 lambda: cache._conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'completions'"
@@ -181,7 +144,7 @@ class SqliteCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = _connect(str(self.path))
             try:
-                _when_unlocked(self.path, lambda: _set_up(self._conn))
+                when_unlocked(self.path, lambda: _set_up(self._conn))
             except BaseException:
                 self._conn.close()
                 raise

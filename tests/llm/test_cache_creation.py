@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_judge import resources
 from rag_judge.evaluators.judge import JudgeEvaluator
-from rag_judge.llm import cache as cache_module
 from rag_judge.llm.base import Completion
 from rag_judge.llm.cache import SqliteCache
 from tests.evaluators import judge_sample
@@ -62,7 +62,7 @@ class Holder:
 @pytest.fixture
 def holder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Holder]:
     held = Holder(tmp_path / "judge.sqlite")
-    monkeypatch.setattr(cache_module, "_pause", held.pause)
+    monkeypatch.setattr(resources, "_pause", held.pause)
     try:
         yield held
     finally:
@@ -90,11 +90,29 @@ def test_the_judge_step_survives_a_locked_new_cache(tmp_path: Path, holder: Hold
     assert all(v is not None for v in result.scores["fluency"]) and not any(result.errors)
 
 
+def test_creating_the_embedding_cache_waits_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BERTScore's embedding cache had the same race on its own SQLite file.
+    from rag_judge.metrics.bertscore.cache import EmbeddingCache
+
+    held = Holder(tmp_path / "embeddings.sqlite")
+    monkeypatch.setattr(resources, "_pause", held.pause)
+    try:
+        cache = EmbeddingCache(tmp_path)  # failed at once: "database is locked"
+        cache.close()
+        assert held.waits >= 1
+    finally:
+        held.release()
+    mode = sqlite3.connect(tmp_path / "embeddings.sqlite").execute("PRAGMA journal_mode")
+    assert mode.fetchone() == ("wal",)
+
+
 def test_a_lock_that_outlasts_the_timeout_names_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = Holder(tmp_path / "judge.sqlite")
-    monkeypatch.setattr(cache_module, "BUSY_TIMEOUT", 0.0)  # give up at the first lock
+    monkeypatch.setattr(resources, "BUSY_TIMEOUT", 0.0)  # give up at the first lock
     try:
         with pytest.raises(sqlite3.OperationalError) as err:
             SqliteCache(tmp_path / "judge.sqlite")

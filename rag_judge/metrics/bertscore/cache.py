@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge._async import BackgroundWriter
-from rag_judge.resources import cache_dir
+from rag_judge.resources import cache_dir, use_wal, when_unlocked
 
 __all__ = ["EmbeddingCache", "TokenEmbeddings"]
 
@@ -74,7 +74,9 @@ class EmbeddingCache:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL fails at once while another process holds a lock on it
+        # (two runs creating the cache together): that statement waits here, like the others.
+        when_unlocked(self.path, lambda: use_wal(db))
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 
