@@ -115,7 +115,7 @@ def rouge_section(args: argparse.Namespace, hyps: list[str], refs: list[list[str
     from rouge_score import rouge_scorer
 
     from rag_judge import Sample
-    from rag_judge.evaluators.lexical import RougeEvaluator
+    from rag_judge.evaluators.rouge import RougeEvaluator
 
     rng = random.Random(args.seed)
     hyps = [with_lines(h, rng) for h in hyps]
@@ -148,7 +148,7 @@ def bleu_section(args: argparse.Namespace, hyps: list[str], refs: list[list[str]
     import sacrebleu
 
     from rag_judge import Sample
-    from rag_judge.evaluators.lexical import BleuEvaluator
+    from rag_judge.evaluators.sacrebleu import BleuEvaluator
 
     samples = [
         Sample(id=str(i), answer=h, references=r) for i, (h, r) in enumerate(zip(hyps, refs))

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from rag_judge import ConfigError
+from rag_judge import ConfigError, Pipeline
 from rag_judge.cli import main
-from rag_judge.config import expand_matrix, folder_name, load_experiments
+from rag_judge.config import (
+    ExperimentConfig,
+    check_metric_names,
+    expand_matrix,
+    folder_name,
+    load_experiments,
+)
 from rag_judge.report.model import Report
 from tests import REPO
 
@@ -47,7 +53,7 @@ def test_matrix_expands_every_combination(tmp_path: Path) -> None:
     ]  # fmt: skip
     fixed_k5 = experiments[3][1]
     assert fixed_k5.evaluators[0].metric_names() == ["ndcg@5", "map", "judged@5"]
-    assert fixed_k5.evaluators[1].client.stub == "fixed"  # type: ignore[attr-defined]
+    assert fixed_k5.evaluators[1].judge.client.stub == "fixed"  # type: ignore[attr-defined]
     assert folder_name("judge=fixed,cut=k5") == "judge-fixed_cut-k5"
 
 
@@ -245,3 +251,79 @@ def test_a_value_outside_a_fixed_set_names_the_legal_values(tmp_path: Path) -> N
         "x.yaml:3: executor: 'rayy' is not a legal value (did you mean 'ray'?); legal values: "
         "local, ray"
     )
+
+
+# ---- metric names: checked when the evaluators are prepared, not at validation -------------
+
+MISSING_RUBRIC = f"""
+dataset: {DATA}
+evaluators:
+  - type: retrieval
+    metrics: [map]
+  - type: judge
+    rubrics: [missing.yaml]
+    client: {{stub: fixed}}
+    cache: null
+"""
+
+
+def test_validation_reads_no_rubric_file_and_a_run_names_the_evaluator_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text(MISSING_RUBRIC)
+    ((_, config),) = load_experiments(path)  # the missing file is only named, not read
+    with pytest.raises(ConfigError, match="rubric file not found") as err:
+        Pipeline(config).prepare()
+    assert err.value.loc == ("evaluators", 1)
+    assert str(err.value).startswith("evaluators[1] (judge): ")
+    for dry in ([], ["--dry-run"]):
+        assert main(["run", str(path), "--out", str(tmp_path / "out"), *dry]) == 2
+        message = capsys.readouterr().err
+        assert message.startswith(f"rag-judge: error: {path}:6: evaluators[1] (judge): "), message
+        assert "missing.yaml: rubric file not found" in message
+    assert not (tmp_path / "out").exists()
+
+
+TWICE = f"""
+dataset: {DATA}
+evaluators:
+  - type: retrieval
+    metrics: [map]
+  - type: rouge
+  - type: retrieval
+    metrics: [mrr, map]
+"""
+
+
+def test_two_evaluators_of_one_metric_fail_the_run_at_the_second_ones_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text(TWICE)
+    ((_, config),) = load_experiments(path)
+    with pytest.raises(ConfigError) as err:
+        Pipeline(config).run()
+    assert err.value.loc == ("evaluators", 2)
+    assert str(err.value) == (
+        "evaluators[2]: metric 'map' is produced by evaluators[0] and evaluators[2]; give one "
+        "of them a different metric list"
+    )
+    for dry in ([], ["--dry-run"]):
+        assert main(["run", str(path), "--out", str(tmp_path / "out"), *dry]) == 2
+        message = capsys.readouterr().err
+        assert message.startswith(f"rag-judge: error: {path}:7: evaluators[2]: metric 'map' ")
+
+
+def test_the_automatic_judged_at_k_is_settled_at_validation() -> None:
+    # Two retrieval evaluators at one cut-off report one judged@10: the second drops its own.
+    config = ExperimentConfig(
+        evaluators=[
+            {"type": "rouge"},
+            {"type": "retrieval", "metrics": ["ndcg@10"]},
+            {"type": "retrieval", "metrics": ["recall@10"], "relevance_threshold": 2},
+        ]
+    )
+    names = [e.metric_names() for e in config.evaluators]
+    assert names[1:] == [["ndcg@10", "judged@10"], ["recall@10"]]
+    check_metric_names(config.evaluators)

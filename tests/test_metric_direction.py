@@ -20,8 +20,8 @@ from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.judge.rubrics import BUILTIN_RUBRICS
 from rag_judge.metrics.retrieval import METRIC_FAMILIES
 from rag_judge.pipeline import LATENCY, summarize
-from rag_judge.report._sample_view import table_row
-from rag_judge.report.charts import RANGE, UNIT
+from rag_judge.report.html._sample_view import table_row
+from rag_judge.report.html.charts import RANGE, UNIT
 from rag_judge.report.model import (
     Direction,
     MetricInfo,
@@ -183,7 +183,7 @@ def test_compare_reads_a_fall_in_the_metric_s_direction(direction: Direction, ch
 
 
 def test_p_values_print_in_one_format() -> None:
-    from rag_judge.report._format import p_value
+    from rag_judge.report.format import p_value
 
     assert [p_value(p) for p in (1.0, 0.08429, 0.0005999, 1 / 10001, None)] == [
         "1.0000", "0.0843", "0.0006", "<0.0001", "–",

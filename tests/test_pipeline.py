@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rag_judge import ConfigError, Pipeline, Report, RetrievalEvaluator, Sample, load_config
-from rag_judge.evaluators import EVALUATORS
+from rag_judge.config import where
+from rag_judge.evaluators import EVALUATORS, Evaluator
 from rag_judge.resources import resource_dir
 
 DEMO = resource_dir("configs") / "demo.yaml"
@@ -39,8 +40,6 @@ def write_config(tmp_path: Path, text: str) -> Path:
         ("evaluators: []\n", 1, "evaluators: give at least one evaluator; valid types: retrieval"),
         ("bootstrap:\n  confidence: 1.5\nevaluators: [{type: retrieval}]\n", 2,
          "bootstrap.confidence: Input should be less than 1"),
-        ("evaluators:\n  - type: retrieval\n    metrics: [map]\n  - type: retrieval\n"
-         "    metrics: [map]\n", 2, "metric 'map' is produced by evaluators[0] and evaluators[1]"),
     ],
 )  # fmt: skip
 def test_config_errors_name_file_line_key_and_legal_values(
@@ -51,6 +50,18 @@ def test_config_errors_name_file_line_key_and_legal_values(
         load_config(path)
     assert str(err.value).startswith(f"{path}:{line}: "), str(err.value)
     assert needle in str(err.value)
+
+
+def test_two_evaluators_of_one_metric_fail_on_prepare_at_the_second_ones_line(
+    tmp_path: Path,
+) -> None:
+    body = "evaluators:\n  - type: retrieval\n    metrics: [map]\n  - type: retrieval\n"
+    path = write_config(tmp_path, body + "    metrics: [map]\n")
+    config = load_config(path)  # a judge's names need its rubric files: checked on prepare
+    with pytest.raises(ConfigError) as err:
+        Pipeline(config).prepare()
+    assert where(path, err.value.loc) == f"{path}:4"
+    assert "metric 'map' is produced by evaluators[0] and evaluators[1]" in str(err.value)
 
 
 def test_invalid_yaml_and_missing_file(tmp_path: Path) -> None:
@@ -147,18 +158,17 @@ def test_bootstrap_is_seeded_and_the_seed_is_in_the_signature() -> None:
     )  # the interval's seed is a run setting, not an option of the metric
 
 
-def test_a_crashing_evaluator_fails_only_its_own_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
-    good = RetrievalEvaluator(metrics=["mrr"])
-    bad = RetrievalEvaluator(metrics=["map"])
+def test_a_crashing_evaluator_fails_only_its_own_metrics() -> None:
+    class Boom(Evaluator):
+        type: str = "boom"
 
-    def boom(self: RetrievalEvaluator, samples: object) -> None:
-        if self.metrics == ("map",):
+        def metric_names(self) -> list[str]:
+            return ["map"]
+
+        def score(self, samples: object) -> dict[str, list[float]]:
             raise RuntimeError("kaput")
-        return original(self, samples)
 
-    original = RetrievalEvaluator.evaluate
-    monkeypatch.setattr(RetrievalEvaluator, "evaluate", boom)
-    report = Pipeline([good, bad]).run(SAMPLES[:2]).report
+    report = Pipeline([RetrievalEvaluator(metrics=["mrr"]), Boom()]).run(SAMPLES[:2]).report
     assert report.summary["mrr"].n == 2
     assert report.summary["map"].errors == 2
     assert "kaput" in report.samples[0].errors["map"].message

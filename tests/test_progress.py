@@ -58,7 +58,9 @@ def test_lines_mode_prints_one_line_per_step_with_its_counts() -> None:
 
 
 def test_a_second_run_counts_its_calls_as_cached(tmp_path: Path) -> None:
-    judge = stub_judge().model_copy(update={"cache": tmp_path / "judge.sqlite"})
+    stub = stub_judge()
+    cached = stub.judge.model_copy(update={"cache": tmp_path / "judge.sqlite"})
+    judge = stub.model_copy(update={"judge": cached})
     for expected in ["8/8 calls", "8/8 calls (8 cached)"]:
         shown = io.StringIO()
         with progress.showing(progress.Display(progress.Mode.LINES, shown, clock=lambda: 0.0)):

@@ -103,7 +103,7 @@ def test_the_cli_option_overrides_the_config(cluster: None, tmp_path: Path) -> N
 
 def test_concat_of_shards_with_a_crashed_one_keeps_the_others() -> None:
     from rag_judge.evaluators.base import EvaluatorResult
-    from rag_judge.evaluators.lexical import BleuEvaluator
+    from rag_judge.evaluators.sacrebleu import BleuEvaluator
     from rag_judge.report.model import Signature
 
     samples = list(Pipeline(_config()).load_dataset())[:9]
@@ -122,22 +122,21 @@ def test_concat_of_shards_with_a_crashed_one_keeps_the_others() -> None:
 def test_a_jurys_rate_limits_are_divided_among_the_shards_and_a_local_juror_wants_a_gpu() -> None:
     from rag_judge.evaluators.judge import JudgeEvaluator
     from rag_judge.llm import ClientConfig
-    from rag_judge.pipeline._ray import _shard_copy, _wants_gpu
 
     judges = (
         ClientConfig(provider="stub", rpm=600, tpm=90_000),
         ClientConfig(provider="stub", stub="fixed", stub_score=4),
     )
     jury = JudgeEvaluator(rubrics=["faithfulness"], judges=judges, cache=None)
-    copy = _shard_copy(jury, 3)
+    copy = jury.for_shard(3, 0)
     assert isinstance(copy, JudgeEvaluator)
     assert (copy.judges[0].rpm, copy.judges[0].tpm) == (200.0, 30_000.0)
     assert (copy.judges[1].rpm, copy.judges[1].tpm) == (None, None)  # no limit: none to divide
-    assert not _wants_gpu(jury)
+    assert not jury.wants_gpu()
     local = JudgeEvaluator(
         rubrics=["faithfulness"], judges=(judges[0], ClientConfig(provider="local")), cache=None
     )
-    assert _wants_gpu(local)
+    assert local.wants_gpu()
 
 
 class Crashing(Evaluator):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rag_judge.config import ExperimentConfig
-from rag_judge.evaluators.lexical import BleuEvaluator
+from rag_judge.evaluators.sacrebleu import BleuEvaluator
 from rag_judge.pipeline import Pipeline
 from tests.evaluators import judge_sample
 

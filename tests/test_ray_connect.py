@@ -15,7 +15,7 @@ from rag_judge.config import RayConfig
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.llm import ClientConfig
-from rag_judge.pipeline._ray import _shard_copy, connect
+from rag_judge.pipeline._ray import connect
 
 
 class AuthenticationError(Exception):
@@ -83,12 +83,12 @@ def test_a_refused_token_or_a_failed_join_is_a_one_line_error(
 def test_a_judges_concurrency_is_shared_among_the_shards_in_whole_calls() -> None:
     client = ClientConfig(provider="stub", concurrency=8, rpm=90)
     judge = JudgeEvaluator(rubrics=["faithfulness"], client=client, cache=None)
-    copies = [_shard_copy(judge, 3, k) for k in range(3)]
-    assert [c.client.concurrency for c in copies if isinstance(c, JudgeEvaluator)] == [3, 3, 2]
-    assert {c.client.rpm for c in copies if isinstance(c, JudgeEvaluator)} == {30.0}
+    copies = [judge.for_shard(3, k) for k in range(3)]
+    assert [c.judge.client.concurrency for c in copies] == [3, 3, 2]
+    assert {c.judge.client.rpm for c in copies} == {30.0}
     # More shards than calls: one call each, the least a shard can run with.
-    many = [_shard_copy(judge, 10, k) for k in range(10)]
-    assert {c.client.concurrency for c in many if isinstance(c, JudgeEvaluator)} == {1}
+    many = [judge.for_shard(10, k) for k in range(10)]
+    assert {c.judge.client.concurrency for c in many} == {1}
 
 
 def test_the_readme_ray_example_is_a_valid_ray_config() -> None:
@@ -104,7 +104,7 @@ def test_the_readme_ray_example_is_a_valid_ray_config() -> None:
 
 def test_the_shards_signatures_merge_option_by_option() -> None:
     from rag_judge.evaluators.base import EvaluatorResult, merged_signature
-    from rag_judge.evaluators.lexical import BleuEvaluator
+    from rag_judge.evaluators.sacrebleu import BleuEvaluator
     from rag_judge.report.model import Signature
     from tests.evaluators import judge_sample
 

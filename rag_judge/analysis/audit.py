@@ -41,7 +41,12 @@ from pydantic import ValidationError
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
 from rag_judge.llm.base import Usage
-from rag_judge.report.estimates import LengthStratum, RubricAudit
+from rag_judge.report.estimates import (
+    AUDIT_RESAMPLES,
+    COLLAPSE_SHARE,
+    LengthStratum,
+    RubricAudit,
+)
 from rag_judge.report.model import Report, ReportWarning, Signature, WarningKind
 
 __all__ = [
@@ -188,7 +193,11 @@ def audited_rubrics(report: Report) -> list[str]:
 
 
 def audit_report(
-    report: Report, *, collapse_threshold: float = 0.8, resamples: int = 1000, seed: int = 0
+    report: Report,
+    *,
+    collapse_threshold: float = COLLAPSE_SHARE,
+    resamples: int = AUDIT_RESAMPLES,
+    seed: int = 0,
 ) -> dict[str, RubricAudit]:
     """The audit of every judge rubric of ``report`` on its 1-5 scale (see the module)."""
     if not 0 < collapse_threshold <= 1:

@@ -16,8 +16,8 @@ on a side, so that its denominator is 0) is None.
 A judge rubric is a judge metric on its own 1-5 scale (:meth:`Report.judge_rubrics`); its
 normalised twin is refused, and so is a label outside 1-5. A label file may also hold 0/1 labels
 of a pass/fail judge metric (``answer_rate``): those have no agreement statistics here, only the
-bias-corrected estimates of :mod:`rag_judge.analysis.ppi`. ``rag_judge.cli.calibrate`` renders
-both.
+bias-corrected estimates of :mod:`rag_judge.analysis.ppi`. :func:`agreement_table` is the
+agreement's table; ``rag_judge.cli.calibrate`` renders it beside the estimates'.
 """
 
 from __future__ import annotations
@@ -34,13 +34,16 @@ from numpy.typing import NDArray
 
 from rag_judge.data.jsonl import json_lines, read_text
 from rag_judge.data.readers import load_dataset
-from rag_judge.errors import DataError, describe_value
+from rag_judge.errors import DataError
+from rag_judge.messages import describe_value
+from rag_judge.report.format import Column, Table, num
 from rag_judge.report.model import MetricKind, Report
 from rag_judge.stats.agreement import krippendorff_alpha_interval as alpha_interval
 
 __all__ = [
     "CalibrationResult",
     "agreement_rubrics",
+    "agreement_table",
     "calibrate",
     "krippendorff_alpha_interval",
     "labels_from_dataset",
@@ -152,6 +155,19 @@ def calibrate(
             judge.append(float(score))
         out[rubric] = _agreement(rubric, np.array(human), np.array(judge), unpaired)
     return out
+
+
+def agreement_table(results: Mapping[str, CalibrationResult]) -> Table:
+    """The agreement, a row per rubric."""
+    columns = [Column("rubric", "text"), Column("n"), Column("Spearman ρ"), Column("QWK κ")]
+    columns += [Column("Krippendorff α"), Column("exact"), Column("within ±1"), Column("unpaired")]
+    rows = [
+        [r.rubric, str(r.n)]
+        + [num(v, ".3f") for v in (r.spearman, r.kappa, r.alpha, r.exact, r.within_one)]
+        + [str(r.unpaired)]
+        for r in results.values()
+    ]
+    return Table("Agreement with human labels", columns, rows, anchor="agreement")
 
 
 def agreement_rubrics(report: Report, labels: Mapping[str, Mapping[str, int]]) -> list[str]:

@@ -7,7 +7,7 @@ whose human labels both reports carry, also the prediction-powered (PPI++) diffe
 means on the human scale (:func:`rag_judge.analysis.ppi.ppi_difference`). The statistics are
 pure functions over arrays; :func:`compare_reports` and :func:`compare_all` work on Reports in
 memory, :func:`compare_runs` reads them from disk first. The results are typed dataclasses;
-``rag_judge.cli.compare`` renders them.
+:func:`comparison_table` is one NEW's table, which ``rag_judge.cli.compare`` renders.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from numpy.typing import NDArray
 from rag_judge.analysis.ppi import ppi_difference
 from rag_judge.data.sample import duplicate_id
 from rag_judge.errors import ConfigError, DataError
+from rag_judge.report.format import MISSING, Column, Table, ci_label, interval, num, p_value
 from rag_judge.report.model import Direction, Report
-from rag_judge.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
+from rag_judge.stats import CORRECTIONS, EXACT_MAX, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
 
 __all__ = [
     "CompareOptions",
@@ -37,6 +38,8 @@ __all__ = [
     "compare_pairs",
     "compare_reports",
     "compare_runs",
+    "comparison_table",
+    "footer",
     "paired_scores",
 ]
 
@@ -283,4 +286,73 @@ def compare_runs(
         metrics=metrics,
         correction=correction,
         base_label=str(base),
+    )
+
+
+# ---- the table -------------------------------------------------------------------------------
+
+
+def comparison_table(result: CompareResult, comp: Comparison) -> Table:
+    """One NEW against BASE, a row per metric. The PPI columns are shown when some metric of
+    the result has a PPI++ difference; the adjusted p when a correction was asked for."""
+    adjusted = result.correction != "none"
+    ppi = any(
+        mc.ppi_n_labelled is not None for c in result.comparisons for mc in c.metrics.values()
+    )
+    ci = ci_label(result.options.confidence)
+    columns = [Column("metric", "text"), Column("n"), Column("base"), Column("new")]
+    columns += [Column("diff"), Column("change", "text"), Column(ci), Column("p")]
+    columns += [Column(f"p ({result.correction})")] if adjusted else []
+    columns.append(Column("missing"))
+    columns += [Column("PPI diff"), Column(f"PPI {ci}"), Column("labelled")] if ppi else []
+    rows = []
+    for name, mc in comp.metrics.items():
+        flag = "*" if mc.corpus or mc.signature_differs else ""
+        row = [name + flag, str(mc.n), num(mc.base_mean), num(mc.new_mean)]
+        row += [num(mc.diff, "+.4f"), mc.change() or MISSING]
+        row += [interval(mc.ci_low, mc.ci_high, "+.4f"), p_value(mc.p_value)]
+        row += [p_value(mc.p_adjusted)] if adjusted else []
+        row.append(str(mc.missing))
+        if ppi:
+            labelled = MISSING if mc.ppi_n_labelled is None else str(mc.ppi_n_labelled)
+            row += [num(mc.ppi_diff, "+.4f"), interval(mc.ppi_ci_low, mc.ppi_ci_high, "+.4f")]
+            row.append(labelled)
+        rows.append(row)
+    return Table(f"{comp.new} vs {result.base}", columns, rows, _notes(comp))
+
+
+def _notes(comp: Comparison) -> list[str]:
+    notes = [f"paired samples: only in base {comp.only_in_base}, only in new {comp.only_in_new}"]
+    if any(mc.ppi_n_labelled is not None for mc in comp.metrics.values()):
+        notes.append(
+            "PPI diff: the prediction-powered (PPI++) difference of the means on the human "
+            "scale, from the judge's paired differences and the labels of the samples labelled "
+            "in both runs (labelled); CI: the new run's interval method (labels.method: t, "
+            "small-sample, by default)"
+        )
+    for name, mc in comp.metrics.items():
+        if mc.corpus:
+            notes.append(
+                f"{name}*: the report's aggregate is {mc.corpus}; base/new/diff and the "
+                "paired tests use the per-sample (sentence-level) values"
+            )
+        if mc.signature_differs:
+            notes.append(f"{name}*: the two reports computed it with different options")
+    if comp.metrics_only_in_base:
+        notes.append(f"metrics only in base: {', '.join(comp.metrics_only_in_base)}")
+    if comp.metrics_only_in_new:
+        notes.append(f"metrics only in new: {', '.join(comp.metrics_only_in_new)}")
+    return notes
+
+
+def footer(result: CompareResult) -> str:
+    """What every table of ``result`` was computed with, in one line under them all."""
+    o = result.options
+    return (
+        "diff = mean(new - base) over paired samples; change: diff read in the metric's "
+        f"direction (lower is better for error rates, latency and ranks; {MISSING} for a "
+        "neutral metric), not a test; CI: paired bootstrap, "
+        f"{o.resamples} resamples; p: two-sided sign-flip test, "
+        f"{o.permutations} permutations (exact for n <= {EXACT_MAX}); "
+        f"correction: {result.correction}; seed {o.seed}"
     )

@@ -28,7 +28,6 @@ with ``compare``'s paired bootstrap for ``significant_only``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -38,6 +37,7 @@ from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_sco
 from rag_judge.analysis.ppi import has_labels, ppi_estimate
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Direction, MetricSummary, Report
+from rag_judge.report.thresholds import parse_threshold
 
 __all__ = [
     "GateCheck",
@@ -45,13 +45,9 @@ __all__ = [
     "RegressionRule",
     "check_gate_names",
     "check_gates",
-    "parse_threshold",
     "unknown_gate",
 ]
 
-OPERATORS = (">=", "<=", "==", ">", "<")  # longest first, so ">=" is never read as ">"
-_EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
-_NAMED_EXPR = re.compile(r"^\s*(?P<metric>[^<>=\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
 DROP_SLACK = 1e-12  # a drop printed as equal to max_drop (0.0300 vs 0.03) is not over it
 
 
@@ -87,24 +83,6 @@ class GateResult:
         n, bad = len(self.checked), len(self.failures)
         lines.append(f"{bad} of {n} gates failed" if bad else f"all {n} gates passed")
         return "\n".join(lines)
-
-
-def parse_threshold(expr: str | float, *, metric: str = "") -> tuple[str, float]:
-    """``">= 0.6"`` → ``(">=", 0.6)``. A bare number (not a string) means ``>=``."""
-    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
-        op, value = ">=", float(expr)
-    else:
-        match = _EXPR.match(str(expr))
-        where = f"gate {metric!r}: " if metric else ""
-        if match is None:
-            raise ConfigError(
-                f"{where}bad threshold {expr!r}; expected '<operator> <number>' with an "
-                f"operator of {', '.join(OPERATORS)} (e.g. '>= 0.6')"
-            )
-        op, value = match.group(1), _number(match.group(2), f"{where}threshold {expr!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"gate {metric!r}: threshold {expr!r} is not a finite number")
-    return op, value
 
 
 @dataclass(frozen=True)
@@ -366,13 +344,3 @@ def _pairing(base: Report, new: Report, paired: int, missing: int) -> str:
 
 def _scored(s: MetricSummary) -> str:
     return f"{s.n} scored, {s.errors} errors"
-
-
-# ---- command line -----------------------------------------------------------------------------
-
-
-def _number(text: str, what: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ConfigError(f"{what}: {text!r} is not a number") from None

@@ -9,6 +9,7 @@ from collections import Counter
 from rag_judge.config import ExperimentConfig
 from rag_judge.evaluators.base import DryRun
 from rag_judge.pipeline import RunResult
+from rag_judge.report.format import Column, Table, text_table
 from rag_judge.report.model import FailureKind, MetricKind, Report, Signature, stub_method
 
 __all__ = [
@@ -108,7 +109,10 @@ def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
     the client's prices, or "no price set"."""
     if not estimates:
         return "no judge calls: no evaluator of this config calls a model"
-    rows = [[title for title, _ in _DRY_RUN_COLUMNS]]
+    columns = [
+        Column(title, "text" if field is None else "number") for title, field in _DRY_RUN_COLUMNS
+    ]
+    rows = []
     for label, estimate in estimates:
         row = [label]
         for _, field in _DRY_RUN_COLUMNS[1:]:
@@ -118,14 +122,7 @@ def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
             else:
                 row.append(f"{value:,}")
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(Table("Dry run", columns, rows), rule=True)
 
 
 def run_header(config: ExperimentConfig) -> list[str]:

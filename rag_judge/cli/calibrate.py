@@ -1,6 +1,6 @@
 """``rag-judge calibrate REPORT LABELS``: judge scores against human labels, and the
 renderings (a terminal table, Markdown, JSON) of the agreement and of the bias-corrected
-(PPI++) estimates."""
+(PPI++) estimates. The estimates' table is report.md's own (``report/judge_tables.py``)."""
 
 from __future__ import annotations
 
@@ -14,22 +14,15 @@ from typing import Any
 
 from rag_judge.analysis.calibration import (
     CalibrationResult,
+    agreement_table,
     calibrate,
     labels_from_dataset,
     load_labels,
 )
 from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
 from rag_judge.cli._exits import EXIT_JUDGE_FAILED
-from rag_judge.report._format import (
-    MISSING,
-    ci_label,
-    interval,
-    markdown_table,
-    md_text,
-    num,
-    text_table,
-)
-from rag_judge.report._judge_tables import interval_method
+from rag_judge.report.format import markdown_table, text_table
+from rag_judge.report.judge_tables import ppi_table
 from rag_judge.report.model import PPIEstimate, Report
 from rag_judge.stats.ppi import PPIMethod
 
@@ -143,72 +136,20 @@ def _parts(
     return ([agreement(results)] if results else []) + ([ppi(estimates)] if estimates else [])
 
 
-# ---- rendering ----------------------------------------------------------------------------
-
-_HEADER = ["rubric", "n", "Spearman ρ", "QWK κ", "Krippendorff α", "exact", "within ±1", "unpaired"]
-
-
-def _cells(r: CalibrationResult) -> list[str]:
-    stats = (r.spearman, r.kappa, r.alpha, r.exact, r.within_one)
-    return [r.rubric, str(r.n), *(num(v, ".3f") for v in stats), str(r.unpaired)]
+# ---- rendering: the agreement's table and the estimates' (report.md's own) -------------------
 
 
 def render_markdown(results: Mapping[str, CalibrationResult]) -> str:
-    # rubric names from data: md_text keeps them text (a "|" would split the row)
-    return markdown_table(_HEADER, [list(map(md_text, _cells(r))) for r in results.values()])
+    return markdown_table(agreement_table(results))
 
 
 def render_table(results: Mapping[str, CalibrationResult]) -> str:
-    return text_table([_HEADER, *(_cells(r) for r in results.values())])
-
-
-def _ppi_header(estimates: Mapping[str, PPIEstimate]) -> list[str]:
-    levels = {e.confidence for e in estimates.values()}
-    ci = ci_label(levels.pop()) if len(levels) == 1 else "CI"
-    return ["metric", "labelled", "unlabelled", f"judge mean [{ci}]", f"labels mean [{ci}]",
-            f"PPI mean [{ci}]", "λ", "ESS gain", f"RG pass rate [{ci}]"]  # fmt: skip
-
-
-def _with_ci(value: float | None, bounds: tuple[float, float] | None) -> str:
-    shown = num(value, ".3f")
-    if value is None or bounds is None:
-        return shown
-    return f"{shown} {interval(*bounds, '.3f')}"
-
-
-def _ppi_cells(e: PPIEstimate) -> list[str]:
-    rate = e.pass_rate
-    return [
-        e.metric,
-        str(e.n_labelled),
-        str(e.n_unlabelled),
-        _with_ci(e.judge_mean, e.judge_ci),
-        _with_ci(e.labelled_mean, e.labelled_ci),
-        _with_ci(e.estimate, e.ci),
-        num(e.lam, ".3f"),
-        num(e.ess_gain, ".2f"),
-        MISSING if rate is None else _with_ci(rate.corrected, rate.ci),
-    ]
-
-
-def _ppi_note(estimates: Mapping[str, PPIEstimate]) -> str:
-    rates = [e.pass_rate for e in estimates.values() if e.pass_rate is not None]
-    cuts = sorted({r.threshold for r in rates if r.threshold is not None})
-    passes = [f"a score ≥ {' or '.join(f'{c:g}' for c in cuts)}"] if cuts else []
-    passes += ["a 0/1 metric's 1"] if any(r.threshold is None for r in rates) else []
-    return (
-        "PPI: the PPI++ mean on the human scale (power-tuned λ); ESS gain: how many labels-only "
-        "samples each label is worth beside the judge; RG: the judge's pass rate "
-        f"({', '.join(passes) or 'none'}) corrected by Rogan–Gladen; "
-        f"{interval_method(estimates.values())}"
-    )
+    return text_table(agreement_table(results))
 
 
 def render_ppi_markdown(estimates: Mapping[str, PPIEstimate]) -> str:
-    rows = [list(map(md_text, _ppi_cells(e))) for e in estimates.values()]
-    return markdown_table(_ppi_header(estimates), rows) + f"\n\n{_ppi_note(estimates)}"
+    return markdown_table(ppi_table(estimates))
 
 
 def render_ppi_table(estimates: Mapping[str, PPIEstimate]) -> str:
-    rows = [_ppi_cells(e) for e in estimates.values()]
-    return text_table([_ppi_header(estimates), *rows]) + f"\n{_ppi_note(estimates)}"
+    return text_table(ppi_table(estimates))

@@ -6,16 +6,11 @@ import argparse
 from pathlib import Path
 
 from rag_judge.analysis.compare import CompareOptions
-from rag_judge.analysis.gates import (
-    _NAMED_EXPR,
-    OPERATORS,
-    RegressionRule,
-    check_gates,
-    parse_threshold,
-)
+from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.cli.compare import _positive_int
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
+from rag_judge.report.thresholds import NAMED_THRESHOLD, OPERATORS, parse_threshold
 
 __all__ = ["add_fail_under", "add_parser", "run_gate", "thresholds_from_cli"]
 
@@ -83,7 +78,7 @@ def thresholds_from_cli(
             raise ConfigError(f"--fail-under {item!r}: expected METRIC=VALUE, e.g. ndcg@10=0.6")
         thresholds[metric.strip()] = f">= {value}"
     for item in threshold or []:
-        match = _NAMED_EXPR.match(item)
+        match = NAMED_THRESHOLD.match(item)
         if match is None:
             raise ConfigError(
                 f"--threshold {item!r}: expected METRIC OP VALUE with OP one of "

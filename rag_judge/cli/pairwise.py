@@ -16,10 +16,11 @@ from pydantic import ValidationError
 
 from rag_judge.cli._exits import EXIT_JUDGE_FAILED
 from rag_judge.data.jsonl import read_jsonl
-from rag_judge.errors import cli_error
 from rag_judge.judge.pairwise import PairwiseJudge
+from rag_judge.judge.settings import Judge
 from rag_judge.llm import ClientConfig
 from rag_judge.llm.providers import PROVIDERS
+from rag_judge.messages import cli_error
 
 __all__ = ["EXIT_JUDGE_FAILED", "add_parser", "run_pairwise"]
 
@@ -65,10 +66,10 @@ def _cache(text: str) -> Path | str:
 def run_pairwise(args: argparse.Namespace) -> int:
     a, b = read_jsonl(args.a), read_jsonl(args.b)
     try:
+        client = ClientConfig(provider=args.provider, model=args.model, base_url=args.base_url)
         judge = PairwiseJudge(
             rubric=args.rubric,
-            client=ClientConfig(provider=args.provider, model=args.model, base_url=args.base_url),
-            cache=args.cache,
+            judge=Judge(client=client, cache=args.cache),
             resamples=args.resamples,
             seed=args.seed,
         )

@@ -225,7 +225,10 @@ def check_gate_names_of(
 ) -> None:
     """A ConfigError, naming the config's line (or ``--fail-under``) and the closest names,
     for a gate that names nothing a run of ``config`` will report."""
-    infos = Pipeline(config).metric_infos()
+    try:
+        infos = Pipeline(config).metric_infos()
+    except ConfigError:  # a rubric file that cannot be read: check_experiment names its line
+        return
     judge = [m for m, i in infos.items() if i.kind is MetricKind.JUDGE and i.normalises is None]
     suffix = f" (variant {variant})" if variant else ""
     for gate in [*config.gates, *extra]:

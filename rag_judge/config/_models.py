@@ -15,9 +15,9 @@ from pydantic import (
     model_validator,
 )
 
-from rag_judge.analysis.gates import parse_threshold
 from rag_judge.evaluators import Evaluator, validate_evaluators
-from rag_judge.evaluators.retrieval import check_relevance_from, settle_retrieval
+from rag_judge.evaluators.retrieval import RetrievalEvaluator, settle_retrieval
+from rag_judge.report.thresholds import parse_threshold
 from rag_judge.stats.ppi import PPIMethod
 
 __all__ = ["BootstrapConfig", "ExperimentConfig", "LabelsConfig", "RayConfig"]
@@ -78,6 +78,8 @@ class ExperimentConfig(BaseModel):
     """A run: which dataset, which evaluators with which options, where the report goes.
 
     Relative paths are resolved against the config file's folder by :func:`load_config`.
+    Validation reads no file. The checks of metric names need the evaluators prepared (a
+    judge's rubric files read): the pipeline runs them then (:func:`check_metric_names`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -140,16 +142,10 @@ class ExperimentConfig(BaseModel):
 
     @field_validator("evaluators")
     @classmethod
-    def _distinct_metrics(cls, evaluators: list[Evaluator]) -> list[Evaluator]:
-        evaluators = settle_retrieval(evaluators)  # before the clash check: it drops a twin
-        seen: dict[str, int] = {}
-        for i, ev in enumerate(evaluators):
-            for metric in ev.metric_names():
-                if metric in seen:
-                    raise ValueError(
-                        f"metric {metric!r} is produced by evaluators[{seen[metric]}] and "
-                        f"evaluators[{i}]; give one of them a different metric list"
-                    )
-                seen[metric] = i
-        check_relevance_from(evaluators)
-        return evaluators
+    def _one_automatic_judged(cls, evaluators: list[Evaluator]) -> list[Evaluator]:
+        # Only retrieval evaluators add an automatic judged@k, and their names need no file.
+        # A judge's names need its rubric files read, so the clash checks wait for prepare()
+        # (check_metric_names).
+        retrieval = [e for e in evaluators if isinstance(e, RetrievalEvaluator)]
+        settled = iter(settle_retrieval(retrieval))
+        return [next(settled) if isinstance(e, RetrievalEvaluator) else e for e in evaluators]

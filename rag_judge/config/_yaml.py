@@ -12,9 +12,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rag_judge.config._models import BootstrapConfig, ExperimentConfig
-from rag_judge.errors import ConfigError, format_loc, friendly_message, unknown_key_message
+from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class
+from rag_judge.judge.settings import Judge
 from rag_judge.llm.providers import ClientConfig
+from rag_judge.messages import friendly_message, unknown_key_message
 
 __all__ = ["where"]
 
@@ -136,9 +138,8 @@ def _legal_keys(loc: tuple[int | str, ...], raw: Any) -> list[str] | None:
     for part in loc:
         model = _model_of(annotation, node)
         if model is not None and isinstance(part, str):
-            field = next(
-                (f for name, f in model.model_fields.items() if part in (name, f.alias)), None
-            )
+            fields = _flat_fields(model)
+            field = next((f for name, f in fields.items() if part in (name, f.alias)), None)
             if field is None:
                 return None
             annotation = field.annotation
@@ -153,8 +154,21 @@ def _legal_keys(loc: tuple[int | str, ...], raw: Any) -> list[str] | None:
     model = _model_of(annotation, node)
     if model is None:
         return None
-    keys = [f.alias or name for name, f in model.model_fields.items()]
+    keys = [f.alias or name for name, f in _flat_fields(model).items()]
     return [*keys, "matrix"] if model is ExperimentConfig else keys
+
+
+def _flat_fields(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s fields as a config writes them: a family's ``judge`` spread into its keys
+    (``client``, ``temperature`` ...), which the config names at the family's own level."""
+    fields = dict(model.model_fields)
+    judge = fields.get("judge")
+    if judge is None or judge.annotation is not Judge:
+        return fields
+    out: dict[str, Any] = {}
+    for name, field in fields.items():
+        out |= dict(Judge.model_fields) if name == "judge" else {name: field}
+    return out
 
 
 def _unwrap(annotation: Any) -> Any:

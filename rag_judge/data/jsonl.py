@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from rag_judge.data._files import read_text
 from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
-from rag_judge.errors import DataError, describe_value, input_problems
+from rag_judge.errors import DataError
+from rag_judge.messages import describe_value, input_problems
 
 __all__ = ["gather_samples", "json_lines", "read_jsonl", "read_lines", "read_text", "write_jsonl"]
 

@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from rag_judge.data.jsonl import gather_samples, json_lines, read_jsonl, read_lines, read_text
 from rag_judge.data.sample import SAMPLE_EXPECTED, Dataset, Sample
-from rag_judge.errors import DataError, describe_value, did_you_mean, input_problems
+from rag_judge.errors import DataError
+from rag_judge.messages import describe_value, did_you_mean, input_problems
 
 __all__ = ["FORMATS", "LAYOUTS", "load_dataset", "read_csv", "read_parquet"]
 

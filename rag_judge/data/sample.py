@@ -19,7 +19,7 @@ __all__ = ["Context", "Dataset", "Qrel", "Sample", "duplicate_id"]
 _MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
 # What a field of a sample takes, in JSON's words, where its type does not say it all: for
-# rag_judge.errors.input_problems, by field pattern.
+# rag_judge.messages.input_problems, by field pattern.
 SAMPLE_EXPECTED = {
     "id": "a non-empty string",
     "contexts": "a list of strings or of objects with keys id, text, score, relevance, "

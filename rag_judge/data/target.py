@@ -28,7 +28,8 @@ from pydantic import ValidationError
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
 from rag_judge.data.sample import SAMPLE_EXPECTED, Context, Sample
-from rag_judge.errors import ConfigError, input_problems
+from rag_judge.errors import ConfigError
+from rag_judge.messages import input_problems
 
 __all__ = ["TargetRun", "resolve_target", "run_target", "run_target_sync"]
 

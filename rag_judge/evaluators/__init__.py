@@ -18,9 +18,9 @@ from rag_judge.evaluators.base import CorpusStatistic, DryRun, Evaluator, Evalua
 from rag_judge.evaluators.bertscore import BERTScoreEvaluator
 from rag_judge.evaluators.grounding import GroundingEvaluator
 from rag_judge.evaluators.judge import JudgeEvaluator
-from rag_judge.evaluators.lexical import BleuEvaluator, RougeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
-from rag_judge.evaluators.sacre import ChrfEvaluator, TerEvaluator
+from rag_judge.evaluators.rouge import RougeEvaluator
+from rag_judge.evaluators.sacrebleu import BleuEvaluator, ChrfEvaluator, TerEvaluator
 
 __all__ = [
     "EVALUATORS",

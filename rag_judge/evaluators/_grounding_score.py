@@ -24,25 +24,20 @@ grounding`), ``mode: alce`` per sentence from the judge's ALCE replies (``alce_c
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from rag_judge.data.sample import Sample
 from rag_judge.judge.claims import ClaimList, ClaimVerdict, StatementVerdict
+from rag_judge.judge.grounding import CitationOptions, answer_missing, statements
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import LLMError
 from rag_judge.metrics.grounding import Claim, Statement, alce_citations, grounding
 from rag_judge.report.model import UNCHECKED, ClaimJudgment, Failure, FailureKind, Judgment
 from rag_judge.text import (
-    DEFAULT_CITATION_PATTERN,
     Citations,
     sentence_spans,
     source_sentences,
-    split_claims,
-    states_something,
 )
 
 __all__ = [
@@ -70,57 +65,6 @@ Found = ClaimList | Unscored | LLMError | None
 Checked = list[ClaimVerdict] | Unscored | LLMError | None
 Supported = list[StatementVerdict] | Unscored | LLMError | None  # the ALCE round's outcome
 CitationMode = Literal["any", "alce"]
-
-
-class CitationOptions(BaseModel):
-    """How citation markers are read: ``pattern``'s group 1 holds the keys (``[1]``, ``[d3]``,
-    ``[1, 3]`` by default); ``refers_to`` maps a key to a context by ``rank``, by ``id``, or
-    ``auto`` (id first, then rank). ``required``: an answer without markers scores citation
-    recall 0 (ALCE) instead of having no citation metrics. ``mode``: ``any`` (per claim: one
-    cited context supporting it on its own recalls it) or ``alce`` (ALCE's definitions, per
-    sentence: the cited set must jointly entail it, a citation must be needed)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    pattern: str = DEFAULT_CITATION_PATTERN
-    refers_to: Literal["auto", "rank", "id"] = "auto"
-    required: bool = False
-    mode: CitationMode = "any"
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            compiled = re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
-        if compiled.groups > 1:
-            raise ValueError(f"pattern {value!r}: use one group, around the marker's keys")
-        return value
-
-    def reader(self) -> Citations:
-        return Citations(self.pattern, self.refers_to)
-
-
-def answer_missing(sample: Sample) -> Failure | None:
-    """A ``missing_input`` failure for a sample with no answer or a blank one, else None."""
-    if sample.answer is None:
-        return Failure(kind=FailureKind.MISSING_INPUT, message="field 'answer' is missing")
-    if not sample.answer.strip():
-        return Failure(kind=FailureKind.MISSING_INPUT, message="field 'answer' is empty")
-    return None
-
-
-def statements(sample: Sample, reader: Citations) -> list[tuple[str, tuple[int, ...]]]:
-    """ALCE's statements: the answer's sentences that state something, each without its
-    markers and with the ranks they cite (0: a key naming nothing retrieved)."""
-    ids = [c.id for c in sample.contexts]
-    out = []
-    for sentence in split_claims(sample.answer or ""):
-        text = reader.strip(sentence)
-        if states_something(text):
-            out.append((text, reader.ranks(sentence, ids)))
-    return out
 
 
 @dataclass

@@ -1,28 +1,31 @@
 """The evaluator contract: a small config class; the base class does the bookkeeping.
 
 An evaluator's fields are its configuration, validated by pydantic at construction (shape only,
-no I/O). ``prepare()`` loads what it needs (models, files) once before a run. A family is then
-one of two things:
+no I/O). ``prepare()`` loads what a run needs (models, files) and returns an
+:class:`EvaluatorRun`, the run-scoped object that scores; the config itself never changes.
+A family implements one of three hooks:
 
-- a per-batch ``score(samples) -> {metric: values}`` over the samples that have every field in
-  ``needs``: the base class records "field X is missing" for the others, scatters the values
-  back by index (checking their length), and signs each metric from the evaluator's fields;
-- or a full ``evaluate(samples) -> EvaluatorResult`` override, for evaluators that need more
-  (the judge's scheduler, corpus statistics, per-sample failures of their own).
+- ``score(samples) -> {metric: values}``: one value per sample and metric;
+- ``statistics(samples) -> Statistics``: a corpus metric's per-sample sufficient statistics,
+  its sentence scores and the function that scores a set of rows (sacrebleu's ``Metric``);
+- ``prepare()`` returning its own ``EvaluatorRun`` subclass, for families that keep state
+  across chunks (the judge's one engine) or load a model.
 
-A class that implements neither, or not ``metric_names``, fails when it is defined.
-Aggregation is the report's job, except for corpus-level metrics, which hand the report their
-per-sample sufficient statistics (``CorpusStatistic``).
+Calls go one way: ``evaluate`` -> ``prepare().evaluate_all`` -> ``evaluate_chunks`` ->
+``evaluate`` per chunk -> the hook. A run ends with a :class:`Final` (signatures that replace
+the chunks', usage not yet counted). The pipeline reads what it needs through declared
+hooks (``reads``, ``restated``, ``conclusions``, ``wants_gpu``, ``for_shard``), never the
+class. The hooks are catalogued in docs/extending.md.
 """
 
 from __future__ import annotations
 
 import abc
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -30,15 +33,18 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.llm.base import Usage
-from rag_judge.report.model import (
-    Failure,
-    FailureKind,
-    Judgment,
-    MetricInfo,
-    MetricKind,
-    Signature,
+from rag_judge.evaluators.result import (
+    MIXED,
+    CorpusStatistic,
+    DryRun,
+    EvaluatorResult,
+    Final,
+    merged_signature,
 )
+from rag_judge.report.model import Judgment, MetricInfo, MetricKind, Signature
+
+if TYPE_CHECKING:
+    from rag_judge.report.model import Report, ReportWarning
 
 __all__ = [
     "MIXED",
@@ -46,6 +52,10 @@ __all__ = [
     "DryRun",
     "Evaluator",
     "EvaluatorResult",
+    "EvaluatorRun",
+    "Final",
+    "Restated",
+    "Statistics",
     "merged_signature",
     "missing_fields",
     "pick",
@@ -53,152 +63,28 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CorpusStatistic:
-    """Per-sample sufficient statistics (rows) and the function that scores a set of rows.
-
-    The report applies ``score`` to all rows for the headline number and to resampled rows for
-    its bootstrap interval, so the interval resamples statistics, not text.
-    """
+class Statistics:
+    """What a corpus family computes for a batch (sacrebleu's segment statistics): per-sample
+    sufficient statistics (``rows``), each sample's own score (``sentence``), the options its
+    signature adds to the version (sacrebleu's own signature, what it omits), the score of a set
+    of rows (summed for the corpus, resampled for the interval) and what that score is."""
 
     rows: NDArray[np.float64]
+    sentence: NDArray[np.float64]
     score: Callable[[NDArray[np.float64]], float]
+    options: dict[str, str] = field(default_factory=dict)
     description: str = "corpus-level"
 
 
-@dataclass
-class EvaluatorResult:
-    """What one evaluator produced for a batch, index-aligned with the samples."""
-
-    scores: dict[str, list[float | None]]
-    errors: list[dict[str, Failure]]
-    signatures: dict[str, Signature]
-    corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
-    judgments: list[dict[str, Judgment]] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)  # model calls, summed into the report's usage
-
-    @classmethod
-    def empty(cls, n: int, signatures: Mapping[str, Signature]) -> EvaluatorResult:
-        """No values yet for ``n`` samples, one column per signed metric."""
-        return cls(
-            scores={m: [None] * n for m in signatures},
-            errors=[{} for _ in range(n)],
-            signatures=dict(signatures),
-        )
-
-    def fail(
-        self, index: int, failure: Failure | str, metrics: Sequence[str] | None = None
-    ) -> None:
-        """Record one failure of one sample against ``metrics`` (default: every metric)."""
-        if isinstance(failure, str):
-            failure = Failure(message=failure)
-        for metric in self.scores if metrics is None else metrics:
-            self.scores[metric][index] = None
-            self.errors[index][metric] = failure
-
-    def fill(self, metric: str, indices: Sequence[int], values: ArrayLike) -> None:
-        """Scatter ``values`` to the samples at ``indices``; their lengths must agree."""
-        seq = np.asarray(values, dtype=np.float64).tolist()
-        if len(seq) != len(indices):
-            raise ValueError(
-                f"metric {metric!r}: {len(seq)} values for {len(indices)} samples; an evaluator "
-                "returns exactly one value per sample it was given"
-            )
-        column = self.scores[metric]
-        for i, value in zip(indices, seq, strict=True):
-            column[i] = value
-
-    def require(
-        self, samples: Sequence[Sample], missing: Callable[[Sample], list[str]]
-    ) -> list[int]:
-        """Indices of the samples ``missing`` finds nothing wrong with; the others fail with a
-        missing-input failure naming what they lack."""
-        usable = []
-        for i, sample in enumerate(samples):
-            problems = missing(sample)
-            if problems:
-                message = "; ".join(problems)
-                self.fail(i, Failure(kind=FailureKind.MISSING_INPUT, message=message))
-            else:
-                usable.append(i)
-        return usable
-
-    @classmethod
-    def concat(
-        cls,
-        parts: Sequence[EvaluatorResult],
-        merge: Callable[[Sequence[Signature]], Signature] | None = None,
-    ) -> EvaluatorResult:
-        """One result from the results of contiguous shards of the samples, in shard order:
-        columns, failures and judgments end to end, corpus rows stacked under one score
-        function, usage summed. Each metric's signature is ``merge`` (default
-        :func:`merged_signature`) of the signatures of the parts that scored it (a shard
-        whose evaluator crashed, or whose samples all failed, says nothing about how the
-        scores were made); when none did, the first part's with options. A crashed shard's
-        corpus rows are zeros: its samples have no score, so no statistic reads them."""
-        if not parts:
-            raise ValueError("no results to concatenate")
-        base = next((p for p in parts if any(s.options for s in p.signatures.values())), parts[0])
-        signatures = dict(base.signatures)
-        for metric in signatures:
-            voters = [
-                p.signatures[metric]
-                for p in parts
-                if metric in p.signatures and any(v is not None for v in p.scores.get(metric, ()))
-            ]
-            if voters:
-                signatures[metric] = (merge or merged_signature)(voters)
-        usage = Usage()
-        for part in parts:
-            usage += part.usage
-        corpus = {}
-        for metric in {m for p in parts for m in p.corpus}:
-            stat = next(p.corpus[metric] for p in parts if metric in p.corpus)
-            rows = [
-                p.corpus[metric].rows if metric in p.corpus
-                else np.zeros((len(p.errors), *stat.rows.shape[1:]), stat.rows.dtype)
-                for p in parts
-            ]  # fmt: skip
-            corpus[metric] = replace(stat, rows=np.concatenate(rows))
-        judged = any(p.judgments for p in parts)
-        return cls(
-            scores={m: [v for p in parts for v in p.scores[m]] for m in base.scores},
-            errors=[e for p in parts for e in p.errors],
-            signatures=signatures,
-            corpus=corpus,
-            judgments=[
-                j for p in parts for j in (p.judgments or [{}] * len(p.errors))
-            ] if judged else [],
-            usage=usage,
-        )  # fmt: skip
-
-
-MIXED = "mixed"  # an option whose value differs between the parts of one run
-
-
-def merged_signature(signatures: Sequence[Signature]) -> Signature:
-    """One signature for a run from those of its parts (Ray shards), which must be of one
-    metric: an option with the same value in every part keeps it; one whose value differs (or
-    that some parts lack) says ``mixed``, as the judge's ``scoring`` does when logprobs came
-    back for some verdicts only. The options keep the first part's order."""
-    first = signatures[0]
-    options = {}
-    for key in dict.fromkeys(k for s in signatures for k in s.options):
-        values = {s.options.get(key) for s in signatures}
-        options[key] = first.options[key] if len(values) == 1 else MIXED
-    return first.model_copy(update={"options": options})
-
-
 @dataclass(frozen=True)
-class DryRun:
-    """What an evaluator would send to a model, spending nothing."""
+class Restated:
+    """Metrics of other evaluators restated over the samples where ``gate`` (a 0/1 metric of
+    this evaluator's) is 1, as ``<metric><suffix>``; where it is 0 they do not apply."""
 
-    prompts: int
-    skipped: int  # samples (x rubrics) left out for a missing input
-    requests: int  # calls not already cached, identical requests counted once
-    cache_hits: int
-    prompt_tokens_estimate: int
-    completion_tokens_max: int
-    cost_estimate: float | None
+    gate: str
+    metrics: tuple[str, ...]
+    suffix: str
+    given: str  # what the gate says of a sample, for the signature and the report: "answered"
 
 
 def missing_fields(sample: Sample, needs: Sequence[str]) -> list[str]:
@@ -233,8 +119,17 @@ class Evaluator(BaseModel, abc.ABC):
         if inspect.isabstract(cls) and not cls.__dict__.get("__abstract__", False):
             missing = ", ".join(sorted(cls.__abstractmethods__))
             raise TypeError(f"{cls.__name__} must implement: {missing}")
-        if cls.score is Evaluator.score and cls.evaluate is Evaluator.evaluate:
-            raise TypeError(f"{cls.__name__} must implement score(samples) or evaluate(samples)")
+        hooks = (cls.score, cls.statistics, cls.prepare)
+        if hooks == (Evaluator.score, Evaluator.statistics, Evaluator.prepare):
+            raise TypeError(
+                f"{cls.__name__} must implement score(samples), statistics(samples) or "
+                "prepare() returning its own EvaluatorRun"
+            )
+        if "evaluate" in cls.__dict__ or "evaluate_chunks" in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__} overrides evaluate: implement score(samples), "
+                "statistics(samples) or an EvaluatorRun returned by prepare() instead"
+            )
 
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -266,9 +161,27 @@ class Evaluator(BaseModel, abc.ABC):
         """What ``sample`` lacks for this evaluator (default: the fields in ``needs``)."""
         return missing_fields(sample, self.needs)
 
-    def prepare(self) -> None:
-        """Load what evaluating needs (models, files) once, before a run; validation does no
-        I/O. Idempotent. The default has nothing to load."""
+    # ---- the hooks a family implements ------------------------------------------------------
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, ArrayLike]:
+        """One value per sample for each metric, over samples that have every field in
+        ``needs``."""
+        raise NotImplementedError  # pragma: no cover - guarded at class definition
+
+    def statistics(self, samples: Sequence[Sample]) -> Statistics:
+        """A corpus metric (the evaluator's one metric): per-sample sufficient statistics of
+        samples that have every field in ``needs``. The base class fills the sentence scores,
+        hands the rows to the report as a :class:`CorpusStatistic` and signs the metric with
+        the statistics' options."""
+        raise NotImplementedError  # pragma: no cover - guarded at class definition
+
+    def prepare(self) -> EvaluatorRun:
+        """Load what a run needs (models, files) and return the run that scores; validation
+        does no I/O. The default has nothing to load. A problem is a ConfigError, raised
+        before any sample is scored."""
+        return EvaluatorRun(self)
+
+    # ---- what the pipeline asks (declared, so that it never asks for a class) --------------
 
     @property
     def shardable(self) -> bool:
@@ -277,44 +190,130 @@ class Evaluator(BaseModel, abc.ABC):
         False for an evaluator whose scores depend on the whole batch (BERTScore's idf)."""
         return True
 
-    def score(self, samples: Sequence[Sample]) -> Mapping[str, ArrayLike]:
-        """Per-batch hook: one value per sample for each metric, over samples that have every
-        field in ``needs``."""
-        raise NotImplementedError  # pragma: no cover - guarded at class definition
+    def reads(self) -> tuple[str, ...]:
+        """Metrics of other evaluators whose judgments this one reads (so it runs after them,
+        fed through :meth:`EvaluatorRun.take`); default none."""
+        return ()
 
-    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        """Score every sample; per-sample problems are recorded, never raised."""
-        names = self.metric_names()
-        result = EvaluatorResult.empty(len(samples), {m: self.signature(m) for m in names})
-        usable = result.require(samples, self.missing)
-        if usable:
-            values = self.score([samples[i] for i in usable])
-            for metric in names:
-                result.fill(metric, usable, values[metric])
-        return result
-
-    def evaluate_chunks(
-        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
-    ) -> EvaluatorResult | None:
-        """Score the samples a chunk at a time, handing each chunk's result to ``emit`` before
-        taking the next chunk (the pipeline streams a dataset through this). Returns a result
-        over no samples with what is known only at the end (usage not yet emitted, signatures
-        that replace the chunks'), or None. Default: ``evaluate`` on each chunk; an evaluator
-        that keeps state across chunks (the judge's one engine) overrides it."""
-        for chunk in chunks:
-            emit(self.evaluate(chunk))
+    def restated(self) -> Restated | None:
+        """Metrics of other evaluators this one restates over a subset of the samples."""
         return None
+
+    def conclusions(self, report: Report) -> list[ReportWarning]:
+        """Warnings this evaluator draws from the finished report (stale labels, say)."""
+        return []
+
+    def wants_gpu(self) -> bool:
+        """Whether this evaluator runs on a GPU where a cluster has one."""
+        return False
+
+    def for_shard(self, shards: int, k: int) -> Evaluator:
+        """The evaluator as run on shard ``k`` of ``shards`` (``executor: ray``): a family
+        with shared limits (a judge's calls per minute) gives each shard its share."""
+        return self
+
+    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
+        """One metric's signature for a run whose parts (chunks, Ray shards) signed it apart,
+        each from its own samples: :func:`merged_signature` (an option that differs says
+        ``mixed``); a family whose own word for that differs overrides it (sacrebleu's
+        ``nrefs:var``)."""
+        return merged_signature(signatures)
+
+    # ---- running --------------------------------------------------------------------------
+
+    def evaluate(self, samples: Sequence[Sample], **run: Any) -> EvaluatorResult:
+        """Score every sample; per-sample problems are recorded, never raised. ``run``:
+        options of the family's ``prepare`` (a judge's ``client``)."""
+        return self.prepare(**run).evaluate_all(samples)
 
     def dry_run(self, samples: Sequence[Sample]) -> DryRun | None:
         """What this evaluator would send to a model, or None if it calls no model."""
         return None
 
-    def merge_signature(self, signatures: Sequence[Signature]) -> Signature:
-        """One metric's signature for a run whose shards (``executor: ray``) signed it apart,
-        each from its own samples: :func:`merged_signature` (an option that differs says
-        ``mixed``); a family whose own word for that differs overrides it (sacrebleu's
-        ``nrefs:var``)."""
-        return merged_signature(signatures)
+
+class EvaluatorRun:
+    """One run of an evaluator: what ``prepare()`` loaded, and the scoring.
+
+    The base scores a chunk through the evaluator's ``score`` or ``statistics`` hook and ends
+    the run with the signatures of the chunks merged (``merge_signature``) where they differ.
+    A family with state across chunks overrides ``evaluate_chunks`` (and returns its own
+    :class:`Final`) or ``evaluate`` (one chunk).
+    """
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+        self._signed: dict[str, list[Signature]] = {}
+
+    def metric_names(self) -> list[str]:
+        return self.evaluator.metric_names()
+
+    def signatures(self) -> dict[str, Signature]:
+        """Every metric's signature as planned, before any sample is scored."""
+        return {m: self.evaluator.signature(m) for m in self.metric_names()}
+
+    def take(self, judgments: Mapping[str, Iterator[Judgment | None]]) -> None:
+        """Another step's judgments, one per sample in order, of the metrics the evaluator
+        ``reads()``; the default reads none."""
+
+    def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        """Score one chunk of samples."""
+        ev = self.evaluator
+        if type(ev).statistics is not Evaluator.statistics:
+            return self._corpus(samples)
+        names = self.metric_names()
+        result = EvaluatorResult.empty(len(samples), self.signatures())
+        usable = result.require(samples, ev.missing)
+        if usable:
+            values = ev.score([samples[i] for i in usable])
+            for metric in names:
+                result.fill(metric, usable, values[metric])
+        return result
+
+    def _corpus(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        """One chunk of a corpus metric: the sentence scores, the rows (zeros for samples that
+        lack an input: the report never reads them) and the signature."""
+        metric = self.metric_names()[0]
+        result = EvaluatorResult.empty(len(samples), {metric: Signature(name=metric)})
+        usable = result.require(samples, self.evaluator.missing)
+        stats = self.evaluator.statistics([samples[i] for i in usable])
+        options = {**stats.options, "version": __version__}
+        result.signatures[metric] = Signature(name=metric, options=options)
+        result.fill(metric, usable, stats.sentence)
+        rows = np.zeros((len(samples), *stats.rows.shape[1:]), dtype=np.float64)
+        rows[usable] = stats.rows
+        result.corpus[metric] = CorpusStatistic(rows, stats.score, stats.description)
+        return result
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> Final:
+        """Score the samples a chunk at a time, handing each chunk's result to ``emit`` before
+        taking the next chunk (the pipeline streams a dataset through this); returns what only
+        the end of the run knows."""
+        for chunk in chunks:
+            result = self.evaluate(chunk)
+            for metric, signature in result.signatures.items():
+                if any(v is not None for v in result.scores.get(metric, ())):
+                    self._signed.setdefault(metric, []).append(signature)
+            emit(result)
+        return self.finish()
+
+    def finish(self) -> Final:
+        """The run's signatures where its chunks signed a metric differently (sacrebleu's
+        reference count per chunk, say), merged by the evaluator."""
+        out = {}
+        for metric, seen in self._signed.items():
+            if len({tuple(s.options.items()) for s in seen}) > 1:
+                out[metric] = self.evaluator.merge_signature(seen)
+        return Final(signatures=out)
+
+    def evaluate_all(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        """Every sample as one chunk, with what the end of the run knows."""
+        parts: list[EvaluatorResult] = []
+        final = self.evaluate_chunks([samples], parts.append)
+        if not parts:  # a run that emits nothing for no samples still signs its columns
+            parts.append(EvaluatorResult.empty(0, self.signatures()))
+        return final.apply(EvaluatorResult.concat(parts))
 
 
 def _option_text(value: Any) -> str:

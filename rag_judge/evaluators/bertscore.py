@@ -14,17 +14,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from rag_judge import _progress as progress
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult, pick
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, EvaluatorRun, pick
 from rag_judge.metrics.bertscore.baseline import find_baseline, load_baseline
 from rag_judge.metrics.bertscore.cache import EmbeddingCache
 from rag_judge.metrics.bertscore.encoder import Encoder, EncoderRuntime, default_runtime
@@ -56,15 +55,6 @@ _LANG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z]+)?$")
 _CHUNK = 1024  # samples embedded and scored at a time: bounds memory on large datasets
 
 
-@dataclass(frozen=True, eq=False)
-class _Prepared:
-    """What ``prepare()`` found: the model's files, the baseline row, the runtime to use."""
-
-    files: ModelFiles
-    baseline: np.ndarray | None
-    runtime: EncoderRuntime
-
-
 class BERTScoreEvaluator(Evaluator):
     """BERTScore P/R/F1 (bert-score 0.3.13's definition, batch-invariant, cached embeddings)."""
 
@@ -85,8 +75,6 @@ class BERTScoreEvaluator(Evaluator):
     batch_size: int = Field(default=64, ge=1)
     cache_dir: str | None = None
     disk_cache: bool = True
-
-    _prepared: _Prepared | None = PrivateAttr(default=None)
 
     @field_validator("metrics")
     @classmethod
@@ -144,22 +132,13 @@ class BERTScoreEvaluator(Evaluator):
     def _disk(self) -> EmbeddingCache | None:
         return EmbeddingCache(self.cache_dir) if self.disk_cache else None
 
-    def prepare(self, runtime: EncoderRuntime | None = None) -> None:
+    def prepare(self, *, runtime: EncoderRuntime | None = None) -> BERTScoreRun:
         """Find the model's folder (a ConfigError says where it looked), check the layer
-        against its config.json, fingerprint its files and read the rescaling baseline. Once:
-        later calls only switch to ``runtime`` when one is given. ``runtime`` holds loaded
-        models and remembered embeddings (default: the process's, shared by every encoder)."""
-        if self._prepared is not None:
-            if runtime is not None:
-                self._prepared = replace(self._prepared, runtime=runtime)
-            return
+        against its config.json, fingerprint its files and read the rescaling baseline.
+        ``runtime`` holds loaded models and remembered embeddings (default: the process's,
+        shared by every encoder)."""
         runtime = runtime if runtime is not None else default_runtime()
-        disk = self._disk()
-        try:
-            files = runtime.models.locate(self.model_type, disk)
-        finally:
-            if disk is not None:
-                disk.close()
+        files = self._files(runtime)
         depth = model_depth(files.folder)
         if depth is not None and self.layer > depth:
             raise ConfigError(self._too_deep(depth))
@@ -167,23 +146,30 @@ class BERTScoreEvaluator(Evaluator):
         if self.rescale_with_baseline:
             path = find_baseline(self.model_type, self.lang, self.baseline_path)
             baseline = load_baseline(path, self.layer)
-        self._prepared = _Prepared(files, baseline, runtime)
+        return BERTScoreRun(self, files, baseline, runtime)
+
+    def _files(self, runtime: EncoderRuntime) -> ModelFiles:
+        """The model's folder and its files' fingerprint (remembered by the runtime)."""
+        disk = self._disk()
+        try:
+            return runtime.models.locate(self.model_type, disk)
+        finally:
+            if disk is not None:
+                disk.close()
 
     @property
     def shardable(self) -> bool:
         """idf weights count every reference of the batch: with idf, never shard it."""
         return not self.idf
 
-    def _ready(self) -> _Prepared:
-        self.prepare()
-        assert self._prepared is not None
-        return self._prepared
+    def wants_gpu(self) -> bool:
+        return True  # an encoder: a cluster's GPU pays, though it runs on CPU too
 
     def signature(self, metric: str, fingerprint: str | None = None) -> Signature:
         """Every option that changes ``metric``'s number, the model files' fingerprint among
-        them (``fingerprint``, default: the prepared model's)."""
+        them (``fingerprint``, default: the model's as found now)."""
         if fingerprint is None:
-            fingerprint = self._ready().files.fingerprint
+            fingerprint = self._files(default_runtime()).fingerprint
         if not self.rescale_with_baseline:
             rescaled = "no"
         else:
@@ -200,20 +186,41 @@ class BERTScoreEvaluator(Evaluator):
         }
         return Signature(name=metric, options=options)
 
+
+class BERTScoreRun(EvaluatorRun):
+    """A run of :class:`BERTScoreEvaluator`: what ``prepare()`` found (the model's files, the
+    baseline row, the runtime), and the scoring of a chunk."""
+
+    evaluator: BERTScoreEvaluator
+
+    def __init__(
+        self,
+        evaluator: BERTScoreEvaluator,
+        files: ModelFiles,
+        baseline: np.ndarray | None,
+        runtime: EncoderRuntime,
+    ) -> None:
+        super().__init__(evaluator)
+        self.files = files
+        self.baseline = baseline
+        self.runtime = runtime
+
+    def signatures(self) -> dict[str, Signature]:
+        ev = self.evaluator
+        return {m: ev.signature(m, self.files.fingerprint) for m in ev.metric_names()}
+
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
-        prepared = self._ready()
-        signatures = {m: self.signature(m, prepared.files.fingerprint) for m in self.metrics}
-        result = EvaluatorResult.empty(len(samples), signatures)
-        usable = result.require(samples, self.missing)
+        ev = self.evaluator
+        result = EvaluatorResult.empty(len(samples), self.signatures())
+        usable = result.require(samples, ev.missing)
         if not usable:
             return result
-        disk = self._disk()
+        disk = ev._disk()
         try:
             encoder = Encoder(
-                prepared.files, self.layer, self.device, self.dtype, self.batch_size, disk,
-                prepared.runtime,
-            )  # fmt: skip
-            self._score(samples, usable, encoder, prepared.baseline, result)
+                self.files, ev.layer, ev.device, ev.dtype, ev.batch_size, disk, self.runtime
+            )
+            self._score(samples, usable, encoder, result)
         finally:
             if disk is not None:
                 disk.close()
@@ -224,11 +231,10 @@ class BERTScoreEvaluator(Evaluator):
         samples: Sequence[Sample],
         usable: list[int],
         encoder: Encoder,
-        baseline: np.ndarray | None,
         result: EvaluatorResult,
     ) -> None:
         idf = None
-        if self.idf:  # over every reference occurrence of the evaluated samples, as bert-score
+        if self.evaluator.idf:  # every reference occurrence of these samples, as bert-score
             refs = [r for i in usable for r in samples[i].references]
             ids = encoder.token_ids(refs)
             idf = idf_table(ids[r.strip()] for r in refs)
@@ -238,8 +244,8 @@ class BERTScoreEvaluator(Evaluator):
         counter = progress.task("encoding", sum(len(_texts(samples, c)) for c in chunks), "texts")
         for indices in chunks:
             prf, chunk_empty = _score_chunk(samples, indices, encoder, zero, idf, counter)
-            if baseline is not None:
-                prf = rescale(prf, baseline)
+            if self.baseline is not None:
+                prf = rescale(prf, self.baseline)
             empty += chunk_empty
             for name, column in zip(METRICS, prf.T):
                 if name in result.scores:

@@ -1,25 +1,20 @@
 """Claim-level grounding (``type: grounding``): the answer split into claims, each claim
 checked against the retrieved contexts, its citations checked against its support, and the
-answer classified as an abstention or not; scored per sample by
-:mod:`rag_judge.evaluators._grounding_score`.
+answer classified as an abstention or not.
 
-Every request goes through one judge engine per run (scheduler, rate limit, cache, usage),
-two rounds per chunk: first the claim lists (``split: judge``; with ``split: sentences`` the
-answer's sentences are the claims and the abstention rule of :mod:`rag_judge.text` decides,
-without a call), then one verdict request per answer that makes claims (and with ``citations:
-{mode: alce}`` a third, on the answer's cited sentences: ALCE's questions). An unreadable
-reply is re-asked ``reask`` times with the problem quoted, then the sample is unscored with
-its reason.
+The judge's rounds are :mod:`rag_judge.judge.grounding`; the scores of what came back are
+:mod:`rag_judge.evaluators._grounding_score`. Every request of a run goes through one engine
+(scheduler, rate limit, cache, usage). An unreadable reply is re-asked ``reask`` times with
+the problem quoted, then the sample is unscored with its reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, model_serializer, model_validator
 
 from rag_judge._async import run_sync
 from rag_judge._version import __version__
@@ -28,46 +23,25 @@ from rag_judge.evaluators._grounding_score import (
     CITATION_METRICS,
     CLAIM_METRICS,
     RATE_METRICS,
-    CitationOptions,
-    answer_missing,
     score_sample,
-    statements,
 )
-from rag_judge.evaluators._judging import (
-    CacheOption,
-    cache_file,
-    check_judge_client,
-    local_cache,
-    open_cache,
+from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final, Restated
+from rag_judge.evaluators.result import EvaluatorResult
+from rag_judge.judge.claims import CITATIONS_RUBRIC, CLAIMS_RUBRIC, VERDICTS_RUBRIC
+from rag_judge.judge.grounding import (
+    CitationOptions,
+    Grounded,
+    GroundingAsk,
+    Split,
+    grounding_renderer,
 )
-from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorResult
-from rag_judge.judge.asking import Outcome, ask_all
-from rag_judge.judge.claims import (
-    CITATIONS_RUBRIC,
-    CITATIONS_SCHEMA,
-    CITATIONS_SHAPE,
-    CLAIMS_RUBRIC,
-    CLAIMS_SCHEMA,
-    CLAIMS_SHAPE,
-    VERDICTS_RUBRIC,
-    VERDICTS_SCHEMA,
-    VERDICTS_SHAPE,
-    ClaimList,
-    ClaimVerdict,
-    StatementVerdict,
-    read_claims,
-    read_statements,
-    read_verdicts,
-)
-from rag_judge.judge.prompts import PromptRenderer, neutralise
-from rag_judge.judge.verdicts import Unscored
-from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
-from rag_judge.llm.base import Completion, CompletionRequest, LLMClient, LLMError
-from rag_judge.llm.providers import check_capabilities, no_calls
+from rag_judge.judge.settings import Judge, flat_judge, judge_keys, local_cache
+from rag_judge.llm.base import LLMClient
+from rag_judge.llm.providers import no_calls
 from rag_judge.report.model import GROUNDING, Direction, MetricInfo, MetricKind, Signature
-from rag_judge.text import DEFAULT_CITATION_PATTERN, Citations, claim_sentences, is_abstention
+from rag_judge.text import DEFAULT_CITATION_PATTERN
 
-__all__ = ["CitationOptions", "GroundingEvaluator"]
+__all__ = ["CitationOptions", "GroundingEvaluator", "GroundingRun"]
 
 # The metrics that do not improve upward (the rest do): rates of a bad outcome and a rank fall
 # as the system improves; the claim count and the answer rate are right neither high nor low
@@ -83,22 +57,6 @@ _DIRECTIONS = {
 }
 
 
-@dataclass
-class _Sample:
-    sample: Sample
-    split: ClaimList | Unscored | LLMError | None = None
-    checked: list[ClaimVerdict] | Unscored | LLMError | None = None
-    supported: list[StatementVerdict] | Unscored | LLMError | None = None  # ALCE's round
-    attempts: int = 0
-    cached: bool = True
-    raw: str = ""
-
-    def took(self, outcome: Outcome[Any]) -> None:
-        self.attempts += outcome.attempts
-        self.cached = self.cached and outcome.cached
-        self.raw = outcome.raw
-
-
 class GroundingEvaluator(Evaluator):
     """Claims, their support and citations, and abstention, per sample (default: the stub).
 
@@ -106,49 +64,32 @@ class GroundingEvaluator(Evaluator):
     abstains) or ``sentences`` (the answer's sentences, and the phrase rule for abstention; no
     call). ``citations``: how citation markers are read (None: no citation metrics).
     ``conditioned``: judge rubrics the run also reports over answered samples only, as
-    ``<rubric>_answered`` (abstentions not applicable). ``cache``, ``client``,
-    ``temperature``, ``seed``, ``reask`` and ``max_tokens`` as for ``type: judge``.
+    ``<rubric>_answered`` (abstentions not applicable). The judge's keys (``client``,
+    ``cache``, ``temperature``, ``seed``, ``reask``, ``max_tokens``) as for ``type: judge``.
     """
 
     type: Literal["grounding"] = "grounding"
-    split: Literal["judge", "sentences"] = "judge"
+    split: Split = "judge"
     citations: CitationOptions | None = Field(default_factory=CitationOptions)
     conditioned: tuple[str, ...] = ("faithfulness", "correctness")
-    client: ClientConfig = Field(default_factory=ClientConfig)
-    cache: CacheOption = "default"
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    seed: int | None = 0
-    reask: int = Field(default=1, ge=0, le=3)
-    max_tokens: int = Field(default=1024, ge=1)
+    judge: Judge = Field(default_factory=lambda: Judge(max_tokens=1024))
 
     kind: ClassVar[MetricKind] = MetricKind.JUDGE
 
-    _renderer: PromptRenderer | None = PrivateAttr(default=None)
+    @model_validator(mode="wrap")
+    @classmethod
+    def _judge_keys(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        return judge_keys(data, Judge(max_tokens=1024), handler)
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Callable[[Any], Any]) -> Any:
+        return flat_judge(handler(self))
 
     @classmethod
     def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
         """A cache file named in a config is relative to its folder."""
         local_cache(raw, base)
         return raw
-
-    def prepare(self) -> None:
-        """Check the client config (an API key in the environment) and compile the prompts."""
-        check_judge_client(self.client)
-        if self._renderer is None:
-            renderer = PromptRenderer()
-            renderer.load(CLAIMS_RUBRIC)
-            renderer.load(VERDICTS_RUBRIC)
-            renderer.load(CITATIONS_RUBRIC)
-            self._renderer = renderer
-
-    @property
-    def renderer(self) -> PromptRenderer:
-        self.prepare()
-        assert self._renderer is not None
-        return self._renderer
-
-    def cache_path(self) -> Path | None:
-        return cache_file(self.cache)
 
     # ---- metrics ------------------------------------------------------------------------
 
@@ -164,178 +105,109 @@ class GroundingEvaluator(Evaluator):
             return MetricInfo(kind=MetricKind.JUDGE, scale=(1.0, None), direction=direction)
         return MetricInfo(kind=MetricKind.JUDGE, scale=(0.0, 1.0), direction=direction)
 
-    def signature(self, metric: str) -> Signature:
-        return self.signatures(make_client(self.client))[metric]
+    def restated(self) -> Restated:
+        """The judge rubrics of ``conditioned``, over the samples whose answer answers."""
+        return Restated(gate="answer_rate", metrics=self.conditioned, suffix="_answered",
+                        given="answered")  # fmt: skip
 
-    def signatures(self, client: LLMClient) -> dict[str, Signature]:
-        options = {"judge": f"{client.provider}/{client.model}", "split": self.split}
-        if self.split == "judge":
-            options["claims"] = self.renderer.template_hash(CLAIMS_RUBRIC)
+    def signature(self, metric: str) -> Signature:
+        return self._ask(None).signatures(self.metric_names())[metric]
+
+    def wants_gpu(self) -> bool:
+        return self.judge.client.provider == "local"
+
+    def for_shard(self, shards: int, k: int) -> GroundingEvaluator:
+        return self.model_copy(update={"judge": self.judge.divided(shards, k)})
+
+    # ---- running --------------------------------------------------------------------------
+
+    def _ask(self, client: LLMClient | None) -> _Signed:
+        return _Signed(self, GroundingAsk(self.judge.open(client), grounding_renderer(),
+                                          self.split, self.citations))  # fmt: skip
+
+    def prepare(self, *, client: LLMClient | None = None) -> GroundingRun:
+        """Check the client config (an API key in the environment) and compile the prompts;
+        ``client`` overrides the configured one."""
+        self.judge.check()
+        return GroundingRun(self, self._ask(client))
+
+    def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
+        """What ``evaluate`` would send, spending nothing (see ``GroundingAsk.first_requests``).
+        It needs no API key (``no_calls``) and creates no cache file."""
+        with no_calls():
+            self.judge.check()
+            ask = self._ask(client).ask
+            requests, skipped = ask.first_requests(samples)
+            estimate = ask.session.estimate(requests)
+        return DryRun(prompts=len(requests), skipped=skipped, **estimate)
+
+
+class _Signed:
+    """A grounding ask with its evaluator's signatures."""
+
+    def __init__(self, evaluator: GroundingEvaluator, ask: GroundingAsk) -> None:
+        self.evaluator, self.ask = evaluator, ask
+
+    def signatures(self, metrics: list[str]) -> dict[str, Signature]:
+        ev, renderer, session = self.evaluator, self.ask.renderer, self.ask.session
+        options = {"judge": session.name.text, "split": ev.split}
+        if ev.split == "judge":
+            options["claims"] = renderer.template_hash(CLAIMS_RUBRIC)
         else:
             options["abstention"] = "rule"
-        options["verdicts"] = self.renderer.template_hash(VERDICTS_RUBRIC)
-        # Not "seed": the rendered signature ends with the bootstrap's seed:S.
-        options |= {"temp": f"{self.temperature:g}", "judge_seed": str(self.seed)}
+        options["verdicts"] = renderer.template_hash(VERDICTS_RUBRIC)
+        options |= session.judge.sampling()
         out = {}
-        for metric in self.metric_names():
+        for metric in metrics:
             extra = {}
-            if metric in CITATION_METRICS and self.citations is not None:
-                c = self.citations
+            if metric in CITATION_METRICS and ev.citations is not None:
+                c = ev.citations
                 extra = {"cite": c.refers_to, "required": "yes" if c.required else "no"}
                 extra["cite_mode"] = c.mode
                 if c.mode == "alce":
-                    extra["alce"] = self.renderer.template_hash(CITATIONS_RUBRIC)
+                    extra["alce"] = renderer.template_hash(CITATIONS_RUBRIC)
                 if c.pattern != DEFAULT_CITATION_PATTERN:
                     extra["pattern"] = c.pattern
-            out[metric] = Signature(
-                name=metric, options={**options, **extra, "version": __version__}
-            )
+            out[metric] = Signature(name=metric, options={**options, **extra,
+                                    "version": __version__}, judged_by=(session.name,))  # fmt: skip
         return out
 
-    # ---- requests -------------------------------------------------------------------------
 
-    def _request(self, messages: Any, schema: dict[str, Any]) -> CompletionRequest:
-        return CompletionRequest(
-            messages=messages,
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            json_schema=schema,
-        )
+class GroundingRun(EvaluatorRun):
+    """One run of grounding: each chunk in its rounds over one engine."""
 
-    def _claims_request(self, sample: Sample) -> CompletionRequest:
-        variables = {"question": neutralise(sample.question or ""),
-                     "answer": neutralise(sample.answer or "")}  # fmt: skip
-        return self._request(self.renderer.render(CLAIMS_RUBRIC, variables), CLAIMS_SCHEMA)
+    evaluator: GroundingEvaluator
 
-    def _verdicts_request(self, sample: Sample, claims: Sequence[str]) -> CompletionRequest:
-        reader = self.citations.reader() if self.citations is not None else Citations()
-        variables = {
-            "question": neutralise(sample.question or ""),
-            "contexts": [
-                {"rank": r, "text": neutralise(c.text)} for r, c in enumerate(sample.contexts, 1)
-            ],
-            # the verifier judges what a claim says, not where it says it comes from
-            "claims": [neutralise(reader.strip(c)) for c in claims],
-        }
-        return self._request(self.renderer.render(VERDICTS_RUBRIC, variables), VERDICTS_SCHEMA)
+    def __init__(self, evaluator: GroundingEvaluator, signed: _Signed) -> None:
+        super().__init__(evaluator)
+        self.signed = signed
 
-    def _alce(self, sample: Sample) -> list[tuple[str, tuple[int, ...]]]:
-        """The sentences ALCE's round asks about: those whose markers all name retrieved
-        contexts (none unless ``citations: {mode: alce}``)."""
-        if self.citations is None or self.citations.mode != "alce":
-            return []
-        found = statements(sample, self.citations.reader())
-        return [(text, cited) for text, cited in found if cited and 0 not in cited]
-
-    def _citations_request(
-        self, sample: Sample, asked: list[tuple[str, tuple[int, ...]]]
-    ) -> CompletionRequest:
-        shown = sorted({r for _, cited in asked for r in cited})
-        variables = {
-            "question": neutralise(sample.question or ""),
-            "contexts": [
-                {"rank": r, "text": neutralise(sample.contexts[r - 1].text)} for r in shown
-            ],
-            "statements": [{"text": neutralise(t), "cited": list(c)} for t, c in asked],
-        }
-        return self._request(self.renderer.render(CITATIONS_RUBRIC, variables), CITATIONS_SCHEMA)
-
-    @staticmethod
-    def _sentences(answer: str) -> ClaimList:
-        abstains = is_abstention(answer)
-        return ClaimList(abstention=abstains, claims=() if abstains else claim_sentences(answer))
-
-    # ---- running ----------------------------------------------------------------------------
-
-    def _plan(self, client: LLMClient | None) -> LLMClient:
-        self.prepare()
-        return check_capabilities(client) if client is not None else make_client(self.client)
-
-    def _engine(self, client: LLMClient) -> JudgeEngine:
-        return make_engine(self.client, cache=self.cache_path(), client=client)
-
-    def evaluate(
-        self, samples: Sequence[Sample], *, client: LLMClient | None = None
-    ) -> EvaluatorResult:
-        """Ground every sample's answer. ``client`` overrides the configured one."""
-        parts: list[EvaluatorResult] = []
-        tail = self.evaluate_chunks([samples], parts.append, client=client)
-        result = EvaluatorResult.concat(parts)
-        result.usage += tail.usage
-        return result
+    def signatures(self) -> dict[str, Signature]:
+        return self.signed.signatures(self.metric_names())
 
     def evaluate_chunks(
-        self,
-        chunks: Iterable[Sequence[Sample]],
-        emit: Callable[[EvaluatorResult], None],
-        *,
-        client: LLMClient | None = None,
-    ) -> EvaluatorResult:
-        """Each chunk in two rounds over one engine: claims, then verdicts."""
-        judge = self._plan(client)
-        signatures = self.signatures(judge)
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> Final:
+        signatures = self.signatures()
+        ask = self.signed.ask
 
-        async def run() -> EvaluatorResult:
-            async with self._engine(judge) as engine:
+        async def run() -> Final:
+            async with ask.session.engine() as engine:
                 for samples in chunks:
-                    emit(await self._chunk(engine, samples, signatures))
-            tail = EvaluatorResult.empty(0, signatures)
-            tail.usage = engine.usage.model_copy()
-            return tail
+                    emit(self._result(await ask.ask(engine, samples), signatures))
+            return Final(usage=engine.usage.model_copy())
 
         return run_sync(run())
 
-    async def _chunk(
-        self, engine: JudgeEngine, samples: Sequence[Sample], signatures: dict[str, Signature]
-    ) -> EvaluatorResult:
-        states = [_Sample(s) for s in samples]
-        answered = [st for st in states if answer_missing(st.sample) is None]
-        if self.split == "sentences":
-            for st in answered:
-                st.split = self._sentences(st.sample.answer or "")
-        else:
-            requests = [self._claims_request(st.sample) for st in answered]
-            outcomes = await ask_all(engine, requests, read_claims, shape=CLAIMS_SHAPE,
-                                     reask=self.reask, label="grounding claims")  # fmt: skip
-            for st, o in zip(answered, outcomes, strict=True):
-                st.split = o.result
-                st.took(o)
-        todo = [
-            st
-            for st in answered
-            if isinstance(st.split, ClaimList) and st.split.claims and st.sample.contexts
-        ]
-        requests, parsers = [], []
-        for st in todo:
-            claims = st.split.claims  # type: ignore[union-attr]
-            requests.append(self._verdicts_request(st.sample, claims))
-            parsers.append(_verdict_reader(len(claims), len(st.sample.contexts)))
-        outcomes2 = await ask_all(engine, requests, parsers, shape=VERDICTS_SHAPE,
-                                  reask=self.reask, label="grounding verdicts")  # fmt: skip
-        for st, checked in zip(todo, outcomes2, strict=True):
-            st.checked = checked.result
-            st.took(checked)
-        # ALCE's questions only where the claims were judged (else no citation metric)
-        asking = [(st, self._alce(st.sample)) for st in todo if isinstance(st.checked, list)]
-        asking = [(st, asked) for st, asked in asking if asked]
-        requests = [self._citations_request(st.sample, asked) for st, asked in asking]
-        readers = [_statement_reader([c for _, c in asked]) for _, asked in asking]
-        outcomes3 = await ask_all(engine, requests, readers, shape=CITATIONS_SHAPE,
-                                  reask=self.reask, label="grounding citations")  # fmt: skip
-        for (st, _), supported in zip(asking, outcomes3, strict=True):
-            st.supported = supported.result
-            st.took(supported)
-        return self._result(states, signatures)
-
-    def _result(self, states: list[_Sample], signatures: dict[str, Signature]) -> EvaluatorResult:
+    def _result(self, states: list[Grounded], signatures: dict[str, Signature]) -> EvaluatorResult:
         metrics = self.metric_names()
         result = EvaluatorResult.empty(len(states), signatures)
         result.judgments = [{} for _ in states]
         for i, st in enumerate(states):
             scored = score_sample(
-                st.sample, metrics, st.split, st.checked, self.citations, supported=st.supported,
-                attempts=st.attempts, cached=st.cached and st.attempts > 0, raw=st.raw,
+                st.sample, metrics, st.split, st.checked, self.evaluator.citations,
+                supported=st.supported, attempts=st.attempts,
+                cached=st.cached and st.attempts > 0, raw=st.raw,
             )  # fmt: skip
             for metric, value in scored.values.items():
                 result.scores[metric][i] = value
@@ -343,47 +215,3 @@ class GroundingEvaluator(Evaluator):
             if scored.judgment is not None:
                 result.judgments[i][GROUNDING] = scored.judgment
         return result
-
-    def dry_run(self, samples: Sequence[Sample], *, client: LLMClient | None = None) -> DryRun:
-        """What ``evaluate`` would send, spending nothing: with ``split: judge`` one claims
-        request per answer, and one verdict request per answer that makes claims, estimated
-        from its sentences (the claims the judge will return are not known before it does),
-        and with ``citations: {mode: alce}`` one request on its cited sentences. It needs no
-        API key (``no_calls``) and creates no cache file."""
-        with no_calls():
-            return self._dry_run(samples, client)
-
-    def _dry_run(self, samples: Sequence[Sample], client: LLMClient | None) -> DryRun:
-        judge = self._plan(client)
-        requests = []
-        skipped = 0
-        for sample in samples:
-            if sample.answer is None or answer_missing(sample) is not None:
-                skipped += 1
-                continue
-            if self.split == "judge":
-                requests.append(self._claims_request(sample))
-            split = self._sentences(sample.answer)
-            if split.claims and sample.contexts:
-                requests.append(self._verdicts_request(sample, split.claims))
-                asked = self._alce(sample)
-                if asked:
-                    requests.append(self._citations_request(sample, asked))
-        with (
-            open_cache(self.cache_path(), dry=True) as cache,
-            make_engine(self.client, cache=cache, client=judge) as engine,
-        ):
-            estimate = engine.dry_run(requests)
-        return DryRun(prompts=len(requests), skipped=skipped, **estimate)
-
-
-def _verdict_reader(
-    claims: int, contexts: int
-) -> Callable[[Completion], list[ClaimVerdict] | Unscored]:
-    return lambda reply: read_verdicts(reply, claims, contexts)
-
-
-def _statement_reader(
-    cited: list[tuple[int, ...]],
-) -> Callable[[Completion], list[StatementVerdict] | Unscored]:
-    return lambda reply: read_statements(reply, cited)

@@ -9,18 +9,24 @@ show as a collapse in it, not as a retrieval regression.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.chunks import Graded, Level, OverlapRule, graded
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
-from rag_judge.judge.relevance import relevance_grade
+from rag_judge.evaluators.base import (
+    CorpusStatistic,
+    Evaluator,
+    EvaluatorResult,
+    EvaluatorRun,
+    Final,
+)
+from rag_judge.judge.relevance import graded_by_judge, relevance_grade
 from rag_judge.metrics.retrieval import (
     COUNTS,
     MIN_JUDGED,
@@ -33,11 +39,21 @@ from rag_judge.metrics.retrieval import (
     parse_metric,
     uses_threshold,
 )
-from rag_judge.report.model import Direction, Judgment, MetricInfo, MetricKind, Signature
+from rag_judge.report.model import (
+    Direction,
+    Judgment,
+    MetricInfo,
+    MetricKind,
+    Report,
+    ReportWarning,
+    Signature,
+    WarningKind,
+)
 
 __all__ = [
     "MIN_JUDGED",
     "RetrievalEvaluator",
+    "RetrievalRun",
     "check_relevance_from",
     "retrieval_signature",
     "settle_retrieval",
@@ -96,7 +112,6 @@ class RetrievalEvaluator(Evaluator):
     # Prepended to every metric name; None: "" at chunk level, "doc_" at document level, so
     # one config can hold both levels (ndcg@5 beside doc_ndcg@5).
     prefix: str | None = Field(default=None, pattern=r"^[a-z0-9_]*$")
-    _grades: Iterator[Judgment | None] | None = PrivateAttr(default=None)
 
     @field_validator("metrics")
     @classmethod
@@ -194,12 +209,69 @@ class RetrievalEvaluator(Evaluator):
         values = compute(batch, specs.values(), self.relevance_threshold, max_docs=self.max_docs)
         return {self.name_prefix + name: values[spec.name] for name, spec in specs.items()}
 
+    def reads(self) -> tuple[str, ...]:
+        return (self.relevance_from,) if self.relevance_from is not None else ()
+
+    def prepare(self) -> RetrievalRun:
+        return RetrievalRun(self)
+
+    def conclusions(self, report: Report) -> list[ReportWarning]:
+        """A warning when the mean judged@k fell below ``min_judged``: unjudged documents count
+        as irrelevant, so stale labels (an index rebuilt or re-chunked since they were made)
+        would otherwise read as a retrieval regression."""
+        judged = self.judged_metric()
+        if judged is None:
+            return []
+        metric = self.name_prefix + judged
+        mean = report.summary[metric].mean if metric in report.summary else None
+        if mean is None or mean >= self.min_judged:
+            return []
+        message = (
+            f"{metric} is {mean:.3f}, below {self.min_judged:g}: only {mean:.0%} of the top "
+            "retrieved items carry a relevance label, and the retrieval metrics count the rest "
+            "as irrelevant. If the index was rebuilt or re-chunked since the labels were made, "
+            "relabel (or label spans of documents, which survive re-chunking) before reading "
+            "a drop as a regression."
+        )
+        warning = ReportWarning(
+            kind=WarningKind.UNJUDGED,
+            metric=metric,
+            value=mean,
+            threshold=self.min_judged,
+            message=message,
+        )
+        return [warning]
+
+
+class RetrievalRun(EvaluatorRun):
+    """A run of :class:`RetrievalEvaluator`. It holds the judge's grades when the evaluator
+    reads them (``relevance_from``), and what its chunks' samples were graded by, which the
+    signatures say at the end of the run."""
+
+    evaluator: RetrievalEvaluator
+
+    def __init__(self, evaluator: RetrievalEvaluator) -> None:
+        super().__init__(evaluator)
+        self._grades: Iterator[Judgment | None] | None = None
+        self._sources: set[str] = set()  # where the ideal rankings came from
+        self._spans = False  # whether span labels were mapped onto chunks
+
+    def take(self, judgments: Mapping[str, Iterator[Judgment | None]]) -> None:
+        """The judge's ``relevance_from`` judgments, one per sample in sample order, read as
+        the run streams the samples."""
+        rubric = self.evaluator.relevance_from
+        if rubric is not None and rubric in judgments:
+            self._grades = judgments[rubric]
+
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
+        ev = self.evaluator
         result = super().evaluate(samples) if self._grades is None else self._judge_graded(samples)
         sources, spans = self._provenance(samples, result)
-        for name, spec in self._specs().items():
-            metric = self.name_prefix + name
-            result.signatures[metric] = self._signature(metric, _ideal(sources), spans)
+        self._sources |= sources
+        self._spans = self._spans or spans
+        for name, spec in ev._specs().items():
+            metric = ev.name_prefix + name
+            result.signatures[metric] = ev._signature(metric, _ideal(sources), spans)
             # The summary is trec_eval's all-queries value: a geometric mean, a sum of counts.
             description = "geometric mean" if is_geometric(spec) else "sum"
             if is_geometric(spec) or is_count(spec):
@@ -208,6 +280,15 @@ class RetrievalEvaluator(Evaluator):
                     rows=rows.reshape(-1, 1), score=_aggregator(spec), description=description
                 )
         return result
+
+    def finish(self) -> Final:
+        """The signatures say what held over the whole run: where the ideal rankings came
+        from and whether span labels were mapped onto chunks."""
+        ev = self.evaluator
+        ideal = _ideal(self._sources)
+        return Final(
+            signatures={m: ev._signature(m, ideal, self._spans) for m in ev.metric_names()}
+        )
 
     def _provenance(
         self, samples: Sequence[Sample], result: EvaluatorResult
@@ -221,51 +302,28 @@ class RetrievalEvaluator(Evaluator):
         }
         return sources, any(_has_spans(s) for s in scored)
 
-    def with_judge_grades(self, judgments: Iterator[Judgment | None]) -> RetrievalEvaluator:
-        """A copy reading one ``relevance_from`` judgment per sample from ``judgments``, in
-        sample order, as the run streams the samples (the pipeline's judge step)."""
-        copy = self.model_copy()
-        copy._grades = judgments
-        return copy
-
-    def evaluate_chunks(
-        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
-    ) -> EvaluatorResult | None:
-        """Per chunk; at the end the signatures say what held over the whole run: where the
-        ideal rankings came from and whether span labels were mapped onto chunks."""
-        sources: set[str] = set()
-        spans = False
-        for chunk in chunks:
-            result = self.evaluate(chunk)
-            found, mapped = self._provenance(chunk, result)
-            sources |= found
-            spans = spans or mapped
-            emit(result)
-        signatures = {m: self._signature(m, _ideal(sources), spans) for m in self.metric_names()}
-        return EvaluatorResult.empty(0, signatures)
-
     def _judge_graded(self, samples: Sequence[Sample]) -> EvaluatorResult:
         """Samples with judgments of their own as usual; the others graded by the judge's
         per-context verdicts (an ideal ranking of the retrieved chunks only)."""
-        assert self._grades is not None  # only called with judge grades attached
-        names = self.metric_names()
-        result = EvaluatorResult.empty(len(samples), {m: self.signature(m) for m in names})
+        assert self._grades is not None  # only called with judge grades taken
+        ev = self.evaluator
+        names = ev.metric_names()
+        result = EvaluatorResult.empty(len(samples), self.signatures())
         usable: list[int] = []
         queries: list[Graded] = []
         for i, sample in enumerate(samples):
             judgment = next(self._grades, None)
-            query = _from_judge(sample, judgment) if not sample.has_judgments() else None
+            query = graded_by_judge(sample, judgment) if not sample.has_judgments() else None
             if query is None:
                 problem = _problem(sample)
                 if problem is not None:
-                    why = _why_ungraded(judgment)
-                    result.fail(i, f"{problem}, and {why}")
+                    result.fail(i, f"{problem}, and {_why_ungraded(judgment)}")
                     continue
-                query = graded(sample, self.level, self.overlap)
+                query = graded(sample, ev.level, ev.overlap)
             usable.append(i)
             queries.append(query)
         if usable:
-            values = self._score(queries)
+            values = ev._score(queries)
             for metric in names:
                 result.fill(metric, usable, values[metric])
         return result
@@ -282,17 +340,6 @@ def _has_spans(sample: Sample) -> bool:
 
 def _aggregator(spec: MetricSpec) -> Callable[[NDArray[np.float64]], float]:
     return lambda rows: aggregate(spec, rows[:, 0])
-
-
-def _from_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
-    """The retrieved chunks graded by the judge, or None unless every context was graded."""
-    if judgment is None or judgment.contexts is None:
-        return None
-    scores = [j.score for j in judgment.contexts]
-    if len(scores) != len(sample.contexts) or any(s is None for s in scores):
-        return None
-    grades = [float(relevance_grade(s)) for s in scores if s is not None]
-    return Graded(grades, [True] * len(grades), list(grades))
 
 
 def _why_ungraded(judgment: Judgment | None) -> str:

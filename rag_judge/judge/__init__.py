@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rag_judge.judge.asking import Outcome, ask_all, ask_sync, reask_message
 from rag_judge.judge.prompts import PromptError, PromptRenderer, neutralise, section
-from rag_judge.judge.relevance import judged_relevance, relevance_grade, with_judged_relevance
+from rag_judge.judge.relevance import graded_by_judge, relevance_grade
 from rag_judge.judge.rubrics import (
     BUILTIN_RUBRICS,
     Example,
@@ -41,7 +41,7 @@ __all__ = [
     "Unscored",
     "ask_all",
     "ask_sync",
-    "judged_relevance",
+    "graded_by_judge",
     "load_rubrics",
     "missing_input",
     "neutralise",
@@ -52,5 +52,4 @@ __all__ = [
     "score_probs_from_logprobs",
     "section",
     "weighted_score",
-    "with_judged_relevance",
 ]

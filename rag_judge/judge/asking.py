@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -30,7 +29,6 @@ __all__ = [
     "ask_chunks_sync",
     "ask_panel_chunks_sync",
     "ask_sync",
-    "failed_attempts",
     "reask_message",
 ]
 
@@ -44,25 +42,6 @@ def reask_message(problem: str, shape: str) -> str:
         f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
         f"of the form {shape} and nothing else."
     )
-
-
-# The engine's final error says how many attempts it made at the end of its message (see
-# ``rag_judge.llm.engine._final``): "... (gave up after 4 attempts)" or "... (not retryable,
-# attempt 2)". A first attempt that failed for good, and a Retry-After too long to wait for
-# (given up at once, whatever the attempt), say nothing and count as one.
-_ATTEMPTS = re.compile(r"\((?:gave up after (\d+) attempts|not retryable, attempt (\d+))\)\Z")
-
-
-def failed_attempts(error: LLMError) -> int:
-    """Attempts the engine made for a call that failed for good: its ``attempts`` attribute
-    when the error carries one, else the count its message ends with, else 1."""
-    carried = getattr(error, "attempts", None)
-    if isinstance(carried, int) and not isinstance(carried, bool) and carried >= 1:
-        return carried
-    match = _ATTEMPTS.search(str(error))
-    if match is None:
-        return 1
-    return max(1, int(match.group(1) or match.group(2)))
 
 
 @dataclass
@@ -91,7 +70,7 @@ class Outcome(Generic[R]):
         call failed for good, the attempts the engine made for it (its transport retries), so
         that a judgment whose reason says "gave up after 4 attempts" has ``attempts`` 4."""
         if isinstance(self.result, LLMError):
-            return len(self.replies) + failed_attempts(self.result)
+            return len(self.replies) + self.result.attempts
         return len(self.replies)
 
     @property

@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rag_judge.judge.reply_json import FENCE, braced, lenient_loads
 from rag_judge.judge.rubrics import Rubric
-from rag_judge.judge.verdicts import FENCE, Unscored, braced, lenient_loads
+from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import Completion
 from rag_judge.report.model import CLAIM_VERDICTS
 

@@ -13,10 +13,11 @@ distribution over "1", "2", "tie" (one forward pass, nothing generated).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample, duplicate_id
@@ -37,11 +38,9 @@ from rag_judge.judge.preference import (
 )
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
 from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_rubrics
+from rag_judge.judge.settings import Judge, JudgeSession, flat_judge, judge_keys
 from rag_judge.judge.verdicts import Unscored
-from rag_judge.llm import ClientConfig, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
-from rag_judge.llm.cache import CacheOption, cache_file
-from rag_judge.llm.providers import check_capabilities
 from rag_judge.report.model import Signature
 from rag_judge.stats import bootstrap_ci
 
@@ -62,18 +61,25 @@ class PairwiseJudge(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     rubric: str | Rubric = "correctness"
-    client: ClientConfig = Field(default_factory=ClientConfig)
-    cache: CacheOption = "default"
-    reask: int = Field(default=1, ge=0, le=3)
+    judge: Judge = Field(default_factory=Judge)
     seed: int = 0
     resamples: int = Field(default=1000, ge=1)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
-    max_tokens: int = Field(default=512, ge=1)
     template: str = "_pairwise.j2"
     template_dirs: tuple[Path, ...] = ()
 
-    _rubric: Rubric | None = PrivateAttr(default=None)
-    _renderer: PromptRenderer | None = PrivateAttr(default=None)
+    @model_validator(mode="wrap")
+    @classmethod
+    def _judge_keys(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        # Its own ``seed`` seeds the requests and the bootstrap; the verdict is asked at 0.
+        return judge_keys(data, Judge(), handler, keys=_KEYS)
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Callable[[Any], Any]) -> Any:
+        dumped = handler(self)
+        if isinstance(dumped, dict) and isinstance(dumped.get("judge"), dict):
+            dumped["judge"] = {k: v for k, v in dumped["judge"].items() if k in _KEYS}
+        return flat_judge(dumped)
 
     @model_validator(mode="after")
     def _check(self) -> PairwiseJudge:
@@ -99,53 +105,40 @@ class PairwiseJudge(BaseModel):
             raise ConfigError(f"rubric '{rubric.name}' has no criteria to show the pairwise judge")
         return rubric.model_copy(update={"template": self.template})
 
-    def prepare(self) -> None:
-        """Read the rubric (a file, once) and compile the pairwise template; a problem is a
-        ConfigError. Idempotent."""
-        if self._renderer is not None:
-            return
+    def prepare(self) -> PreparedPair:
+        """Read the rubric (a file) and compile the pairwise template; a problem is a
+        ConfigError."""
         rubric = self._pick(resolve_rubrics([self.rubric]))
         renderer = PromptRenderer(self.template_dirs)
         try:
             renderer.load(rubric)
         except PromptError as exc:
             raise ConfigError(str(exc)) from None
-        self._rubric, self._renderer = rubric, renderer
+        return PreparedPair(rubric, renderer)
 
-    @property
-    def resolved_rubric(self) -> Rubric:
-        """The rubric, pointed at the pairwise template."""
-        self.prepare()
-        assert self._rubric is not None
-        return self._rubric
-
-    @property
-    def renderer(self) -> PromptRenderer:
-        self.prepare()
-        assert self._renderer is not None
-        return self._renderer
-
-    def signature(self, client: LLMClient) -> Signature:
-        rubric = self.resolved_rubric
+    def signature(self, client: LLMClient, prepared: PreparedPair | None = None) -> Signature:
+        rubric, renderer = prepared or self.prepare()
+        session = self.judge.open(client)
         return Signature(
             name="pairwise_win_rate",
             options={
                 "rubric": rubric.name,
-                "judge": f"{client.provider}/{client.model}",
-                "template": self.renderer.template_hash(rubric),
+                "judge": session.name.text,
+                "template": renderer.template_hash(rubric),
                 "temp": "0",
                 "scoring": "distribution" if client.scores_labels else "json",
                 "orders": "both",
                 "inconsistent": "tie",
-                "reask": str(self.reask),
+                "reask": str(self.judge.reask),
                 "version": __version__,
             },
             run={"ci": f"bootstrap-{self.resamples}@{self.confidence:g}", "seed": str(self.seed)},
+            judged_by=(session.name,),
         )
 
-    def _problem(self, a: Sample, b: Sample) -> str | None:
+    def _problem(self, rubric: Rubric, a: Sample, b: Sample) -> str | None:
         """Why the pair cannot be judged, naming the side and field, or None."""
-        needs = self.resolved_rubric.inputs
+        needs = rubric.inputs
         for label, s in (("A", a), ("B", b)):
             if s.answer is None or not s.answer.strip():
                 return f"field 'answer': missing or empty in {label}"
@@ -160,8 +153,10 @@ class PairwiseJudge(BaseModel):
             return "field 'references': the rubric needs a reference answer; none in A or B"
         return None
 
-    def _messages(self, a: Sample, b: Sample, order: Order) -> tuple[ChatMessage, ...]:
-        rubric = self.resolved_rubric
+    def _messages(
+        self, prepared: PreparedPair, a: Sample, b: Sample, order: Order
+    ) -> tuple[ChatMessage, ...]:
+        rubric, renderer = prepared
         # Question and references are the pair's, shown the same in both orders.
         shared = a.model_copy(
             update={
@@ -182,24 +177,21 @@ class PairwiseJudge(BaseModel):
             variables[f"answer_{n}"] = own["answer"]
             if "contexts" in own:
                 variables[f"contexts_{n}"] = own["contexts"]
-        return self.renderer.render(rubric, variables)
+        return renderer.render(rubric, variables)
 
-    def _request(self, messages: tuple[ChatMessage, ...], scoring: bool) -> CompletionRequest:
-        if scoring:  # the reply's first token is the verdict: read the labels' distribution
-            return CompletionRequest(
-                messages=(*messages, ChatMessage("assistant", WINNER_PREFIX)),
+    def _request(
+        self, session: JudgeSession, messages: tuple[ChatMessage, ...]
+    ) -> CompletionRequest:
+        if session.client.scores_labels:  # the reply's first token is the verdict
+            return session.judge.request(
+                (*messages, ChatMessage("assistant", WINNER_PREFIX)),
+                None,
                 temperature=0.0,
                 seed=self.seed,
                 max_tokens=1,
                 score_labels=WINNER_LABELS,
             )
-        return CompletionRequest(
-            messages=messages,
-            temperature=0.0,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            json_schema=PAIRWISE_SCHEMA,
-        )
+        return session.judge.request(messages, PAIRWISE_SCHEMA, temperature=0.0, seed=self.seed)
 
     def compare(
         self,
@@ -211,19 +203,19 @@ class PairwiseJudge(BaseModel):
     ) -> PairwiseResult:
         """Judge every question both variants answered. ``client`` overrides the configured
         one; ``labels`` name A and B in the outputs (e.g. their file names)."""
-        self.prepare()
+        prepared = self.prepare()
         a_by_id, b_by_id = _by_id(a_samples, "A"), _by_id(b_samples, "B")
         ids = [i for i in a_by_id if i in b_by_id]
-        judge = check_capabilities(client) if client is not None else make_client(self.client)
+        session = self.judge.open(client)
         pairs = [PairOutcome(i, None, None, None, []) for i in ids]
         calls: list[tuple[int, Order]] = []
         requests: list[CompletionRequest] = []
         for p, sid in enumerate(ids):
             a, b = a_by_id[sid], b_by_id[sid]
-            problem = self._problem(a, b)
+            problem = self._problem(prepared.rubric, a, b)
             orders: tuple[Order, Order] = ("AB", "BA")
             try:
-                built = [] if problem else [(o, self._messages(a, b, o)) for o in orders]
+                built = [] if problem else [(o, self._messages(prepared, a, b, o)) for o in orders]
             except PromptError as exc:
                 problem = str(exc)
             if problem:
@@ -231,13 +223,13 @@ class PairwiseJudge(BaseModel):
                 continue
             for order, messages in built:
                 calls.append((p, order))
-                requests.append(self._request(messages, judge.scores_labels))
+                requests.append(self._request(session, messages))
         outcomes, usage = ask_sync(
-            lambda: make_engine(self.client, cache=cache_file(self.cache), client=judge),
+            session.engine,
             requests,
             read_preference,
             shape=PAIRWISE_SHAPE,
-            reask=self.reask,
+            reask=self.judge.reask,
             label="pairwise",
         )
         for (p, order), outcome in zip(calls, outcomes, strict=True):
@@ -249,8 +241,8 @@ class PairwiseJudge(BaseModel):
             values, resamples=self.resamples, confidence=self.confidence, seed=self.seed
         )
         return PairwiseResult(
-            rubric=self.resolved_rubric.name,
-            signature=self.signature(judge),
+            rubric=prepared.rubric.name,
+            signature=self.signature(session.client, prepared),
             labels=labels,
             pairs=pairs,
             only_a=[i for i in a_by_id if i not in b_by_id],
@@ -262,6 +254,16 @@ class PairwiseJudge(BaseModel):
             seed=self.seed,
             usage=usage,
         )
+
+
+class PreparedPair(NamedTuple):
+    """What ``prepare`` read: the rubric, pointed at the pairwise template, and its template."""
+
+    rubric: Rubric
+    renderer: PromptRenderer
+
+
+_KEYS = ("client", "cache", "reask", "max_tokens")  # the judge keys pairwise takes
 
 
 def _by_id(samples: Sequence[Sample], label: str) -> dict[str, Sample]:

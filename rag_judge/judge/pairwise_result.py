@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from rag_judge._version import __version__
 from rag_judge.judge.preference import Order, Side, Winner
 from rag_judge.llm.base import Usage
+from rag_judge.report.format import Column, Table, text_table
 from rag_judge.report.model import Signature
 
 __all__ = ["PairOutcome", "PairVerdict", "PairwiseResult"]
@@ -143,11 +144,13 @@ class PairwiseResult:
         ]
 
     def to_table(self) -> str:
-        rows = self._summary_rows()
-        width = max(len(k) for k, _ in rows)
-        out = [f"pairwise {self.rubric}"] + [f"{k.ljust(width)}  {v}" for k, v in rows]
+        keys = [Column("", "text"), Column("", "text")]  # keys and values: no heading row
+        summary = Table(f"pairwise {self.rubric}", keys, [list(r) for r in self._summary_rows()])
+        out = [summary.title, text_table(summary)]
         if self.pairs:
-            out += ["", *_columns([_VERDICT_HEADER, *(_verdict_row(p) for p in self.pairs)])]
+            columns = [Column(name, "text") for name in _VERDICT_HEADER]
+            verdicts = Table("verdicts", columns, [_verdict_row(p) for p in self.pairs])
+            out += ["", text_table(verdicts)]
         return "\n".join([*out, "", _footer(self)])
 
     def to_markdown(self) -> str:
@@ -175,13 +178,6 @@ def _verdict_row(pair: PairOutcome) -> list[str]:
     note = pair.reason or ("" if pair.consistent else "verdict flipped with the order")
     cells = [_cell(by_order.get(o)) for o in ("AB", "BA")]
     return [pair.id, pair.outcome or "unscored", *cells, note]
-
-
-def _columns(rows: list[list[str]]) -> list[str]:
-    """Rows as left-aligned columns two spaces apart, one line each."""
-    rows = [[" ".join(c.split()) for c in row] for row in rows]  # a reason on one line
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def _cell(verdict: PairVerdict | None) -> str:

@@ -20,7 +20,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.judge.verdicts import FENCE, Unscored, braced, lenient_loads
+from rag_judge.judge.reply_json import FENCE, braced, lenient_loads
+from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import Completion
 
 __all__ = [

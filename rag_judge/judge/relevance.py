@@ -2,22 +2,18 @@
 
 The rubric judges each retrieved context on its own (1-5); these helpers turn those grades into
 the 0-3 relevance grades the retrieval metrics read, so a dataset without human relevance
-judgments can still be scored with nDCG and friends. They take the per-sample judgments
-(``EvaluatorResult.judgments`` or a report's ``SampleResult.judgments``), index-aligned with
-the samples.
+judgments can still be scored with nDCG and friends (``relevance_from: context_relevance``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
+from rag_judge.data.chunks import Graded
 from rag_judge.data.sample import Sample
 from rag_judge.report.model import Judgment
 
-__all__ = ["judged_relevance", "relevance_grade", "with_judged_relevance"]
-
-Judgments = Sequence[Mapping[str, Judgment]]
+__all__ = ["graded_by_judge", "relevance_grade"]
 
 
 def relevance_grade(score: float) -> int:
@@ -29,52 +25,14 @@ def relevance_grade(score: float) -> int:
     return max(0, math.floor(score + 0.5) - 2)
 
 
-def _graded(judged: Mapping[str, Judgment], rubric: str) -> list[Judgment] | None:
-    """The per-context judgments of ``rubric``, or None unless every context was graded."""
-    entry = judged.get(rubric)
-    if entry is None or entry.score is None or entry.contexts is None:
+def graded_by_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
+    """The sample's retrieved contexts, in order, graded by the judge's per-context verdicts
+    (the ideal ranking is theirs alone); None unless the judge graded every context, since a
+    partial grading would rank the rest as irrelevant."""
+    if judgment is None or judgment.contexts is None:
         return None
-    return entry.contexts
-
-
-def judged_relevance(
-    samples: Sequence[Sample], judgments: Judgments, rubric: str = "context_relevance"
-) -> list[dict[str, int] | None]:
-    """Per sample, {context id: grade 0–3} from the judge's per-context grades; None for a
-    sample whose contexts were not all graded (a partial table would rank the rest as 0).
-    Contexts without an id are left out (``with_judged_relevance`` grades them in place)."""
-    out: list[dict[str, int] | None] = []
-    for sample, judged in zip(samples, judgments, strict=True):
-        graded = _graded(judged, rubric)
-        if graded is None:
-            out.append(None)
-            continue
-        out.append(
-            {
-                c.id: relevance_grade(g.score)
-                for c, g in zip(sample.contexts, graded)
-                if c.id is not None and g.score is not None
-            }
-        )
-    return out
-
-
-def with_judged_relevance(
-    samples: Sequence[Sample], judgments: Judgments, rubric: str = "context_relevance"
-) -> list[Sample]:
-    """Samples with the judge's grades as each context's ``relevance``, for samples that carry
-    no judgments of their own (human judgments always win). Feed them to the retrieval metrics."""
-    out = []
-    for sample, judged in zip(samples, judgments, strict=True):
-        graded = _graded(judged, rubric)
-        if sample.judged_grades() is not None or graded is None:
-            out.append(sample)
-            continue
-        contexts = tuple(
-            c.model_copy(update={"relevance": float(relevance_grade(g.score))})
-            if g.score is not None
-            else c
-            for c, g in zip(sample.contexts, graded)
-        )
-        out.append(sample.model_copy(update={"contexts": contexts}))
-    return out
+    scores = [j.score for j in judgment.contexts]
+    if len(scores) != len(sample.contexts) or any(s is None for s in scores):
+        return None
+    grades = [float(relevance_grade(s)) for s in scores if s is not None]
+    return Graded(grades, [True] * len(grades), list(grades))

@@ -18,13 +18,15 @@ from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_judge.data.sample import Sample
-from rag_judge.errors import ConfigError, describe_value, input_problems
+from rag_judge.errors import ConfigError
+from rag_judge.messages import describe_value, input_problems
 from rag_judge.resources import resource_dir
 
 __all__ = [
     "BUILTIN_RUBRICS",
     "FILE_SUFFIXES",
     "INPUTS",
+    "NORM",
     "Example",
     "Rubric",
     "check_specs",
@@ -116,7 +118,7 @@ class Rubric(BaseModel):
 
 
 # What a rubric's fields take, in YAML's words, where the type does not say it all (for
-# rag_judge.errors.input_problems, by field pattern).
+# rag_judge.messages.input_problems, by field pattern).
 _EXPECTED = {
     "name": "a name of lowercase letters, digits and _ that starts with a letter",
     "inputs": f"a list of inputs among {', '.join(INPUTS)}",
@@ -257,6 +259,7 @@ def _line_of(node: yaml.Node, loc: tuple[int | str, ...], *, at_key: bool = Fals
 
 RubricSpec = str | Mapping[str, Any] | Rubric
 FILE_SUFFIXES = (".yaml", ".yml", ".j2")
+NORM = "_norm"  # a rubric's [0, 1] twin: faithfulness -> faithfulness_norm
 
 
 def check_specs(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> None:

@@ -1,12 +1,12 @@
-"""Judge reply → ``JudgeVerdict(score, reason)`` or an explicit ``Unscored(reason, raw)``.
+"""Judge reply → a ``JudgeVerdict`` (score, reason, what it rests on) or ``Unscored(reason, raw)``.
 
 The judge is asked for ``{"reason": "...", "score": <1-5>}`` (with a JSON schema where the server
 supports structured output). Servers that ignore the schema get a tolerant parser: fenced code,
 text around the JSON, single quotes and trailing commas, prose such as ``Score: 4`` or
 ``score = 4/5``, bullet lines (``- score: 4``, ``* Score: 4/5``, ``• score 4``), and a JSON
 object cut off before its closing brace (``{"reason": "...", "score": 4``: a reply stopped at
-``max_tokens``) once its score is complete. ``schema_valid`` tells whether a reply needed none
-of that: the whole reply is a JSON object that ``VERDICT_SCHEMA`` accepts.
+``max_tokens``) once its score is complete. The JSON-level reading is ``reply_json``'s; its
+``schema_valid(text, VERDICT_SCHEMA)`` tells whether a reply needed none of that.
 
 Scale rule: a score must be an integer 1..5. ``4.0`` counts as 4, but ``3.5`` is *unscored*, as
 are 0 and 7: half points are not on the scale and rounding or clipping would invent a verdict
@@ -24,37 +24,23 @@ import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_judge.judge._reply_json import (  # JSON-level; FENCE, braced, lenient_loads re-exported
-    FENCE,
-    JSON_START,
-    Cut,
-    braced,
-    conforms,
-    lenient_loads,
-    scan,
-)
+from rag_judge.judge.reply_json import FENCE, JSON_START, Cut, lenient_loads, scan
 from rag_judge.llm.base import Completion
 
 __all__ = [
-    "FENCE",
     "SCORE_LABELS",
     "VERDICT_SCHEMA",
     "VERDICT_SHAPE",
     "JudgeVerdict",
-    "Reading",
     "Scoring",
     "Unscored",
-    "braced",
-    "lenient_loads",
     "normalise_probs",
     "parse_verdict",
     "read_completion",
-    "schema_valid",
     "score_probs_from_logprobs",
     "weighted_score",
 ]
@@ -80,12 +66,26 @@ Scoring = Literal["json", "logprobs", "distribution"]
 
 
 class JudgeVerdict(BaseModel):
+    """A usable verdict: ``score`` is the metric (the judge's stated integer, or a weighted
+    mean), with what it rests on where the scoring mode says more (the fields a judgment
+    records beside score and reason; None: not this mode)."""
+
     model_config = ConfigDict(frozen=True)
 
-    score: int = Field(ge=1, le=5)
+    score: float = Field(ge=1, le=5)
     reason: str = ""
+    verdict: int | None = None  # the stated score, where ``score`` is probability-weighted
+    probs: dict[str, float] | None = None  # distribution over "1".."5" (logprobs or labels)
+    scores: list[float] | None = None  # the n sampled verdicts (n > 1)
+    spread: float | None = None  # their population standard deviation
+    unscored_choices: int | None = None  # sampled choices that could not be read
+    logprobs_missing: bool | None = None  # logprobs asked, none usable: the stated score
     # Character offsets of the score in the reply, to find its token among the logprobs.
     span: tuple[int, int] | None = Field(default=None, exclude=True, repr=False)
+
+    def details(self) -> dict[str, Any]:
+        """What a judgment records beside score and reason (absent where None)."""
+        return self.model_dump(exclude={"score", "reason"}, exclude_none=True)
 
 
 class Unscored(BaseModel):
@@ -287,7 +287,7 @@ def score_probs_from_logprobs(
         return None
     position = _token_at(token_logprobs, text, verdict.span)
     if position is None:
-        digit = str(verdict.score)
+        digit = str(int(verdict.score))  # a stated score is a whole number
         hits = [i for i, alts in enumerate(token_logprobs) if alts and _top(alts).strip() == digit]
         position = hits[-1] if hits else None
     if position is None:
@@ -316,18 +316,9 @@ def _token_at(
     return None
 
 
-@dataclass
-class Reading:
-    """A usable verdict: ``value`` is the metric (the judge's integer, or a weighted mean)."""
-
-    value: float
-    reason: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def read_completion(
     completion: Completion, scoring: Scoring, *, max_tokens: int | None = None
-) -> Reading | Unscored:
+) -> JudgeVerdict | Unscored:
     """One reply (``n`` choices) → a reading, or Unscored with the reason to quote back.
 
     With ``scoring="logprobs"`` and no usable logprobs in the reply (the server ignored
@@ -348,7 +339,7 @@ def read_completion(
     return found
 
 
-def _read(completion: Completion, scoring: Scoring) -> Reading | Unscored:
+def _read(completion: Completion, scoring: Scoring) -> JudgeVerdict | Unscored:
     verdicts = [parse_verdict(text) for text in completion.choices] or [
         Unscored(reason="the reply has no choices", raw="")
     ]
@@ -357,37 +348,30 @@ def _read(completion: Completion, scoring: Scoring) -> Reading | Unscored:
         dist = normalise_probs(completion.score_probs)
         if dist is not None:
             reason = first.reason if isinstance(first, JudgeVerdict) else ""
-            return Reading(_weighted(dist), reason, {"probs": _keyed(dist)})
+            return JudgeVerdict(score=_weighted(dist), reason=reason, probs=_keyed(dist))
     scored = [v for v in verdicts if isinstance(v, JudgeVerdict)]
     if not scored:
         return first if isinstance(first, Unscored) else Unscored(reason="no verdict", raw="")
     if len(verdicts) > 1:
         values = [v.score for v in scored]
-        extra: dict[str, Any] = {"scores": values, "spread": statistics.pstdev(values)}
-        if len(scored) < len(verdicts):
-            extra["unscored_choices"] = len(verdicts) - len(scored)
-        return Reading(math.fsum(values) / len(values), scored[0].reason, extra)
+        unread = len(verdicts) - len(scored)
+        return JudgeVerdict(
+            score=math.fsum(values) / len(values),
+            reason=scored[0].reason,
+            scores=values,
+            spread=statistics.pstdev(values),
+            unscored_choices=unread or None,
+        )
     verdict = scored[0]
     if scoring == "logprobs":
         dist = score_probs_from_logprobs(completion.token_logprobs or [], completion.text, verdict)
         if dist is None:  # the server sent no usable logprobs: keep the stated score, say so
-            return Reading(verdict.score, verdict.reason, {"logprobs_missing": True})
-        extra = {"probs": _keyed(dist), "verdict": verdict.score}
-        return Reading(_weighted(dist), verdict.reason, extra)
-    return Reading(verdict.score, verdict.reason)
-
-
-def schema_valid(text: str, schema: Mapping[str, Any] = VERDICT_SCHEMA) -> bool:
-    """Whether the whole of ``text`` is JSON that ``schema`` accepts (``VERDICT_SCHEMA``: an
-    object with exactly a string ``reason`` and an integer ``score`` in 1..5), i.e. a reply
-    that needed none of the tolerant parser. Reads the subset of JSON Schema the judge's
-    schemas use: ``type``, ``properties``, ``required``, ``additionalProperties: false``,
-    ``enum``."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return False
-    return conforms(value, schema)
+            return verdict.model_copy(update={"logprobs_missing": True})
+        stated = int(verdict.score)
+        return JudgeVerdict(
+            score=_weighted(dist), reason=verdict.reason, verdict=stated, probs=_keyed(dist)
+        )
+    return verdict
 
 
 def _weighted(dist: dict[int, float]) -> float:

@@ -20,12 +20,19 @@ class LLMError(Exception):
     """A call that failed for good (after retries), with a reason safe to put in a report.
 
     ``retryable`` tells the engine whether another attempt may succeed (429, 5xx, timeouts).
-    ``retry_after`` is the server's Retry-After in seconds, when it sent one. ``attempts`` is
-    how many attempts the engine made before giving up (None before the engine has seen it).
-    ``connected`` is False when the attempt never reached a server (the connection was refused,
-    the host not found, the connection not made in time): no server saw that request, and the
-    engine counts it in ``Usage.connect_errors``.
+    ``retry_after`` is the server's Retry-After in seconds, when it sent one. ``connected`` is
+    False when the attempt never reached a server (the connection was refused, the host not
+    found, the connection not made in time). No server saw that request, and the engine counts
+    it in ``Usage.connect_errors``.
     """
+
+    retryable: bool
+    retry_after: float | None
+    status: int | None
+    # How many attempts the engine made before it gave up. The engine sets it on every error
+    # it returns; an error raised by a client is one attempt until then.
+    attempts: int
+    connected: bool
 
     def __init__(
         self,
@@ -34,7 +41,7 @@ class LLMError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         status: int | None = None,
-        attempts: int | None = None,
+        attempts: int = 1,
         connected: bool = True,
     ) -> None:
         super().__init__(message)

@@ -391,9 +391,9 @@ class JudgeEngine:
 
 
 def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
-    """The error a caller gets: the last one, saying how many attempts were made and why not
-    more. Built fresh, outside any ``except``, so it drags no SDK exception (or request with
-    credentials) along as its context."""
+    """The error a caller gets: the last one, with ``attempts`` set. Its message says how many
+    attempts were made and why not more. It is built fresh, outside any ``except``, so it drags
+    no SDK exception (or request with credentials) along as its context."""
     if attempts == 1 and not error.retryable:
         error.attempts = 1
         return error

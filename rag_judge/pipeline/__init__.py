@@ -15,19 +15,19 @@ import numpy as np
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
-from rag_judge.config import ExperimentConfig, load_config
+from rag_judge.config import ExperimentConfig, check_metric_names, load_config
 from rag_judge.data.readers import load_dataset
 from rag_judge.data.rows import RowFile, RowWriter
 from rag_judge.data.sample import Dataset, Sample
 from rag_judge.data.stream import InMemory, SampleRows, SampleSource, open_source, parse_sample
 from rag_judge.data.target import resolve_target, run_target_sync
 from rag_judge.errors import ConfigError, format_loc
-from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult
+from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult, EvaluatorRun
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.pipeline.conclusions import conclude, read_labels
-from rag_judge.pipeline.conditioned import ANSWERED, add_conditioned, conditioned_rubrics
-from rag_judge.pipeline.judged_relevance import reads_judgments, with_judgments
+from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
+from rag_judge.pipeline.judged_relevance import feed_judgments
 from rag_judge.pipeline.running import stream
 from rag_judge.report import write_report
 from rag_judge.report.model import (
@@ -110,21 +110,28 @@ class Pipeline:
             raise ConfigError("no dataset: set 'dataset' in the config or pass one to run()")
         return self.config.dataset
 
-    def prepare(self) -> None:
+    def prepare(self) -> list[EvaluatorRun]:
         """Load what every evaluator needs (models, rubric files, baselines) once; a problem
         is a ConfigError naming the evaluator, raised before any sample is scored. Where the
         evaluator names the option at fault (a missing API key: ``client.api_key_env``), the
         message starts with its config path, ``evaluators[3].client.api_key_env: ...``, and the
-        error's ``loc`` is that path (for a caller that knows the YAML file's lines)."""
+        error's ``loc`` is that path (for a caller that knows the YAML file's lines); else
+        its ``loc`` is the evaluator's, ``("evaluators", 3)``. Then the metric names are
+        checked (``check_metric_names``): two evaluators may not report one metric. Returns
+        each evaluator's run, in order."""
+        runs = []
         for i, evaluator in enumerate(self.config.evaluators):
             try:
-                evaluator.prepare()
+                runs.append(evaluator.prepare())
             except ConfigError as exc:
                 if exc.loc:
                     loc = ("evaluators", i, *exc.loc)
                     message = str(exc).removeprefix(f"{format_loc(exc.loc)}: ")
                     raise ConfigError(f"{format_loc(loc)}: {message}", loc=loc) from None
-                raise ConfigError(f"evaluators[{i}] ({evaluator.type}): {exc}") from None
+                message = f"evaluators[{i}] ({evaluator.type}): {exc}"
+                raise ConfigError(message, loc=("evaluators", i)) from None
+        check_metric_names(self.config.evaluators)  # names known now: rubric files are read
+        return runs
 
     def metric_infos(self) -> dict[str, MetricInfo]:
         """Every metric a run of this config reports, with its kind, scale and direction,
@@ -134,8 +141,7 @@ class Pipeline:
         infos = {"latency_s": LATENCY} if cfg.target is not None else {}
         for evaluator in cfg.evaluators:
             infos |= {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
-        for rubric, scorer in conditioned_rubrics(cfg.evaluators).items():
-            infos[rubric + ANSWERED] = scorer.metric_info(rubric)
+        infos |= conditioned_infos(cfg.evaluators)
         return infos
 
     def run(
@@ -159,7 +165,7 @@ class Pipeline:
                 return self.run(dataset)
         cfg = self.config
         progress_.current().start_run(cfg.name)
-        self.prepare()
+        runs = self.prepare()
         labels = read_labels(cfg)  # a bad label file stops the run before any sample is scored
         source = self._source(dataset)
         folder = Path(tempfile.mkdtemp(prefix="rag-judge-run-"))
@@ -177,17 +183,17 @@ class Pipeline:
             # Steps in config order (the report's); evaluators that read another's judgments
             # (relevance_from) run after the rest.
             made = []
-            for i, evaluator in enumerate(evaluators):
-                info = {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
+            for i, run in enumerate(runs):
+                info = {m: run.evaluator.metric_info(m) for m in run.metric_names()}
                 made.append(collected.step(info))
-                steps[f"evaluators[{i}] ({evaluator.type})"] = list(info)
-            for i in sorted(range(len(evaluators)), key=lambda i: reads_judgments(evaluators[i])):
-                evaluator, step = evaluators[i], made[i]
-                with progress_.step(f"evaluators[{i}] ({evaluator.type})"):
+                steps[f"evaluators[{i}] ({run.evaluator.type})"] = list(info)
+            for i in sorted(range(len(evaluators)), key=lambda i: bool(evaluators[i].reads())):
+                run, step = runs[i], made[i]
+                with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
                     if i in pending:
                         step.add(pending[i].gather())
                     else:
-                        fed = with_judgments(evaluator, collected.steps)
+                        fed = feed_judgments(run, collected.steps)
                         stream(fed, source.chunks(cfg.chunk_size), step)
             added = add_conditioned(cfg, collected, cfg.chunk_size)
             if added:
@@ -239,6 +245,7 @@ class Pipeline:
             samples = list(results)
         return Report(
             summary=summary,
+            confidence=boot.confidence,
             samples=samples,
             signatures=signatures,
             usage=usage,
@@ -338,7 +345,7 @@ def summarize(
     info = info or MetricInfo()
     described = {
         "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
-        "direction": info.direction,
+        "direction": info.direction, "restates": info.restates,
     }  # fmt: skip
     if not isinstance(values, Column):
         given, values = values, Column()

@@ -17,9 +17,7 @@ from rag_judge.data.sample import Sample
 from rag_judge.data.stream import InMemory, SampleSource
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.llm.providers import ClientConfig
 from rag_judge.pipeline._ray_shards import Shards, brief
-from rag_judge.pipeline.judged_relevance import reads_judgments
 from rag_judge.pipeline.running import run_whole
 
 __all__ = ["Shards", "submit"]
@@ -59,10 +57,12 @@ def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Shards]:
             log.info("evaluators[%d] (%s) needs every sample at once: not sharded, "
                      "it runs in the driver", i, evaluator.type)  # fmt: skip
             continue
-        if reads_judgments(evaluator):
+        if evaluator.reads():
             continue  # it reads the judge step's judgments, in the driver, after the judge
-        copies = [_shard_copy(evaluator, count, k) for k in range(count)]
-        gpus = min(1.0, resources.get("GPU", 0) / count) if _wants_gpu(evaluator) else 0
+        # Each shard's copy carries its share of the limits (a judge's calls per minute); the
+        # worker prepares it: nothing loaded travels.
+        copies = [evaluator.for_shard(count, k) for k in range(count)]
+        gpus = min(1.0, resources.get("GPU", 0) / count) if evaluator.wants_gpu() else 0
         run = task.options(num_gpus=gpus, **options)
         start = functools.partial(_start, run, copies, shards)
         label = f"evaluators[{i}] ({evaluator.type})"
@@ -170,44 +170,3 @@ class _Keep(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.into.append((record.levelno, record.getMessage()))
-
-
-def _shard_copy(evaluator: Evaluator, shards: int, k: int = 0) -> Evaluator:
-    """The evaluator as sent to shard ``k``: unprepared (nothing loaded travels; the worker
-    prepares it), with each judge client's limits shared among the shards, so the shards
-    together keep the configured ones (:func:`_divided`)."""
-    update: dict[str, Any] = {}
-    client = getattr(evaluator, "client", None)
-    if isinstance(client, ClientConfig):
-        update["client"] = _divided(client, shards, k)
-    judges = getattr(evaluator, "judges", ())
-    if judges:  # a jury: each judge keeps its own limits, divided the same way
-        update["judges"] = tuple(_divided(j, shards, k) for j in judges)
-    copy = evaluator.model_copy(update=update)
-    private = type(evaluator).__private_attributes__
-    object.__setattr__(
-        copy, "__pydantic_private__", {k: a.get_default() for k, a in private.items()}
-    )
-    return copy
-
-
-def _divided(client: ClientConfig, shards: int, k: int) -> ClientConfig:
-    """Shard ``k``'s share of ``client``'s limits: ``rpm`` and ``tpm`` divided evenly, and the
-    ``concurrency`` split into whole calls that add up to it (8 over 3 shards: 3, 3, 2); each
-    shard keeps at least one call in flight, so with more shards than ``concurrency`` the
-    shards together have one call each in flight."""
-    limits: dict[str, Any] = {
-        key: getattr(client, key) / shards for key in ("rpm", "tpm") if getattr(client, key)
-    }
-    whole, extra = divmod(client.concurrency, shards)
-    limits["concurrency"] = max(1, whole + (k < extra))
-    return client.model_copy(update=limits)
-
-
-def _wants_gpu(evaluator: Evaluator) -> bool:
-    """BERTScore and the local judge (alone or on a jury) run on a GPU when the cluster has
-    one."""
-    clients = [getattr(evaluator, "client", None), *getattr(evaluator, "judges", ())]
-    return evaluator.type == "bertscore" or any(
-        isinstance(c, ClientConfig) and c.provider == "local" for c in clients
-    )

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from rag_judge.data.rows import RowWriter
 from rag_judge.data.stream import SampleSource
-from rag_judge.evaluators.base import CorpusStatistic, EvaluatorResult
+from rag_judge.evaluators.result import CorpusStatistic, EvaluatorResult, Final
 from rag_judge.report.model import (
     Failure,
     FailureKind,
@@ -55,7 +55,7 @@ class Step:
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
 
     def add(self, result: EvaluatorResult) -> None:
-        """One chunk's result (or one over no samples: usage and final signatures)."""
+        """One chunk's result."""
         size = len(result.errors)
         for metric, values in result.scores.items():
             if metric not in self.columns:
@@ -77,6 +77,12 @@ class Step:
                     self.missing.setdefault(metric, set()).add(self.n + at)
             self.spool.write(_detail_line(errors, judgments))
         self.n += size
+
+    def finish(self, final: Final) -> None:
+        """What the evaluator knew only at the end of its run: signatures that replace the
+        chunks', usage not counted with a chunk."""
+        self.signatures.update(final.signatures)
+        self.usage += final.usage
 
     @property
     def metrics(self) -> list[str]:

@@ -13,7 +13,6 @@ from rag_judge.analysis.jury import jury_agreement
 from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.report.model import Report, ReportWarning, WarningKind
 
 __all__ = ["check_labels", "conclude", "coverage_warnings", "label_warnings", "read_labels"]
@@ -64,7 +63,7 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
             seed=cfg.seed,
             method=cfg.labels.method,
         )
-    if any(getattr(e, "judges", ()) for e in cfg.evaluators):  # else no jury to read: no pass
+    if any(len(s.judged_by) > 1 for s in report.signatures.values()):  # else no pass for it
         report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
     report.warnings = [*unmatched, *few_labels_warnings(report), *coverage_warnings(report, cfg)]
@@ -103,31 +102,9 @@ def label_warnings(unmatched: list[str], total: int) -> list[ReportWarning]:
 
 
 def coverage_warnings(report: Report, cfg: ExperimentConfig) -> list[ReportWarning]:
-    """A warning for each retrieval evaluator whose mean judged@k fell below its
-    ``min_judged``: unjudged documents count as irrelevant, so stale labels (an index rebuilt
-    or re-chunked since they were made) would otherwise read as a retrieval regression."""
+    """What each evaluator concludes from the finished report (a retrieval evaluator whose
+    mean judged@k fell below its ``min_judged``, say)."""
     out = []
     for ev in cfg.evaluators:
-        if not isinstance(ev, RetrievalEvaluator) or (judged := ev.judged_metric()) is None:
-            continue
-        metric = ev.name_prefix + judged
-        mean = report.summary[metric].mean if metric in report.summary else None
-        if mean is None or mean >= ev.min_judged:
-            continue
-        message = (
-            f"{metric} is {mean:.3f}, below {ev.min_judged:g}: only {mean:.0%} of the top "
-            "retrieved items carry a relevance label, and the retrieval metrics count the rest "
-            "as irrelevant. If the index was rebuilt or re-chunked since the labels were made, "
-            "relabel (or label spans of documents, which survive re-chunking) before reading "
-            "a drop as a regression."
-        )
-        out.append(
-            ReportWarning(
-                kind=WarningKind.UNJUDGED,
-                metric=metric,
-                value=mean,
-                threshold=ev.min_judged,
-                message=message,
-            )
-        )
+        out += ev.conclusions(report)
     return out

@@ -9,53 +9,71 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_judge.config import ExperimentConfig
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult
-from rag_judge.evaluators.grounding import GroundingEvaluator
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, Restated
 from rag_judge.pipeline.collect import Collected, Step
-from rag_judge.report.model import Failure, FailureKind, MetricKind
+from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricKind, Restatement
 from rag_judge.report.samples import Column
 
-__all__ = ["ANSWERED", "add_conditioned", "conditioned_rubrics"]
-
-ANSWERED = "_answered"
+__all__ = ["add_conditioned", "conditioned_infos"]
 
 
-def conditioned_rubrics(evaluators: Sequence[Evaluator]) -> dict[str, Evaluator]:
-    """Known before the run: each rubric a grounding evaluator names in ``conditioned`` that
-    a judge metric of these evaluators scores, with that evaluator; ``add_conditioned`` adds
-    ``<rubric>_answered`` for each (none without a grounding evaluator's ``answer_rate``)."""
-    if not any("answer_rate" in e.metric_names() for e in evaluators):
-        return {}
-    rubrics = [m for e in evaluators if isinstance(e, GroundingEvaluator) for m in e.conditioned]
+def _restating(evaluators: Sequence[Evaluator]) -> Restated | None:
+    """What the first evaluator that restates others' metrics restates (``restated``)."""
+    return next((r for e in evaluators if (r := e.restated()) is not None), None)
+
+
+def _rubrics(evaluators: Sequence[Evaluator], restated: Restated) -> dict[str, Evaluator]:
+    """Each metric ``restated`` names that a judge metric of these evaluators scores, with
+    that evaluator."""
     out = {}
-    for rubric in dict.fromkeys(rubrics):
+    for rubric in dict.fromkeys(restated.metrics):
         scorer = next((e for e in evaluators if rubric in e.metric_names()), None)
         if scorer is not None and scorer.metric_info(rubric).kind is MetricKind.JUDGE:
             out[rubric] = scorer
     return out
 
 
+def _info(info: MetricInfo, rubric: str, restated: Restated) -> MetricInfo:
+    given = Restatement(metric=rubric, given=restated.given)
+    return info.model_copy(update={"restates": given})
+
+
+def conditioned_infos(evaluators: Sequence[Evaluator]) -> dict[str, MetricInfo]:
+    """Known before the run: ``<rubric>_answered`` for each rubric a grounding evaluator
+    names in ``conditioned`` that a judge metric of these evaluators scores."""
+    restated = _restating(evaluators)
+    if restated is None:
+        return {}
+    return {
+        rubric + restated.suffix: _info(scorer.metric_info(rubric), rubric, restated)
+        for rubric, scorer in _rubrics(evaluators, restated).items()
+    }
+
+
 def add_conditioned(cfg: ExperimentConfig, collected: Collected, chunk: int) -> list[str]:
     """Add a step with ``<rubric>_answered`` for every rubric a grounding evaluator names in
     ``conditioned`` that some judge step scored; returns the new metrics (none: no step)."""
-    answered = _find(collected.steps, "answer_rate")
-    if answered is None:
+    restated = _restating(cfg.evaluators)
+    answered = _find(collected.steps, restated.gate) if restated is not None else None
+    if restated is None or answered is None:
         return []
     wanted = []
-    for rubric in conditioned_rubrics(cfg.evaluators):  # what metric_infos() said it would add
+    for rubric in _rubrics(cfg.evaluators, restated):  # what metric_infos() said it would add
         step = _find(collected.steps, rubric)
         if step is not None:
             wanted.append((rubric, step))
     if not wanted:
         return []
-    gate = answered.columns["answer_rate"]
-    lacking = answered.missing.get("answer_rate", set())
-    out = collected.step({r + ANSWERED: s.info[r] for r, s in wanted})
+    gate = answered.columns[restated.gate]
+    lacking = answered.missing.get(restated.gate, set())
+    suffix = restated.suffix
+    out = collected.step({r + suffix: _info(s.info[r], r, restated) for r, s in wanted})
     signatures = {
-        r + ANSWERED: s.signatures[r].model_copy(
+        r + suffix: s.signatures[r].model_copy(
             update={
-                "name": r + ANSWERED,
-                "options": {**s.signatures[r].options, "given": "answered"},
+                "name": r + suffix,
+                # the signature says so too: the number is not the rubric's over every sample
+                "options": {**s.signatures[r].options, "given": restated.given},
             }
         )
         for r, s in wanted
@@ -63,7 +81,7 @@ def add_conditioned(cfg: ExperimentConfig, collected: Collected, chunk: int) -> 
     for start in range(0, answered.n, chunk):
         result = EvaluatorResult.empty(min(start + chunk, answered.n) - start, signatures)
         for rubric, step in wanted:
-            name = rubric + ANSWERED
+            name = rubric + suffix
             column = step.columns[rubric]
             result.scores[name] = _values(result, name, rubric, column, gate, start, lacking)
         out.add(result)

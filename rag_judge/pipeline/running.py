@@ -8,7 +8,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import Evaluator, EvaluatorResult
+from rag_judge.evaluators.base import Evaluator, EvaluatorRun
+from rag_judge.evaluators.result import EvaluatorResult
 from rag_judge.pipeline.collect import Step
 from rag_judge.report.model import Failure, Signature
 
@@ -51,9 +52,12 @@ class _Feed:
         return sum(len(chunk) for chunk in self)
 
 
-def stream(evaluator: Evaluator, chunks: Iterable[list[Sample]], step: Step) -> None:
-    """``evaluator`` over ``chunks`` (all of them as one when its scores depend on the whole
-    batch), each result checked against its chunk and added to ``step`` as it comes."""
+def stream(run: EvaluatorRun, chunks: Iterable[list[Sample]], step: Step) -> None:
+    """A prepared evaluator's ``run`` over ``chunks`` (all of them as one when its scores
+    depend on the whole batch), each result checked against its chunk and added to ``step``
+    as it comes."""
+    evaluator = run.evaluator
+    names = run.metric_names()
     feed = _Feed(chunks)
     source: Iterable[list[Sample]] = feed
     if not evaluator.shardable:
@@ -63,39 +67,40 @@ def stream(evaluator: Evaluator, chunks: Iterable[list[Sample]], step: Step) -> 
     def add(result: EvaluatorResult) -> None:
         if not sizes:
             raise ValueError("evaluator returned a result for a chunk it was not given")
-        check_aligned(result, sizes.popleft(), evaluator.metric_names())
+        check_aligned(result, sizes.popleft(), names)
         step.add(result)
 
     try:
-        evaluator.prepare()
-        tail = evaluator.evaluate_chunks(source, add)
+        final = run.evaluate_chunks(source, add)
         if sizes or step.n != feed.taken:
             raise ValueError(f"evaluator returned results for {step.n} of {feed.taken} samples")
-        if tail is not None:
-            step.add(tail)
+        step.finish(final)
     except Exception as exc:  # one broken evaluator must not lose the others' results
         if feed.error is not None:
             raise feed.error from None
         log.exception("evaluator %s failed", evaluator.type)
         total = feed.taken + feed.rest()
-        step.add(crashed(evaluator, total - step.n, exc))
+        step.add(crashed(evaluator, total - step.n, exc, names))
 
 
 def run_whole(evaluator: Evaluator, samples: Sequence[Sample]) -> EvaluatorResult:
     """``evaluator`` over ``samples`` at once (prepared first: a Ray worker's copy loads here)."""
     try:
-        evaluator.prepare()
-        result = evaluator.evaluate(samples)
-        check_aligned(result, len(samples), evaluator.metric_names())
+        run = evaluator.prepare()
+        result = run.evaluate_all(samples)
+        check_aligned(result, len(samples), run.metric_names())
         return result
     except Exception as exc:
         log.exception("evaluator %s failed", evaluator.type)
         return crashed(evaluator, len(samples), exc)
 
 
-def crashed(evaluator: Evaluator, n: int, exc: Exception) -> EvaluatorResult:
-    """``n`` samples failed on every metric of ``evaluator``, with the crash as the reason."""
-    names = evaluator.metric_names()
+def crashed(
+    evaluator: Evaluator, n: int, exc: Exception, names: Sequence[str] | None = None
+) -> EvaluatorResult:
+    """``n`` samples failed on every metric of ``evaluator`` (``names``, default its
+    ``metric_names()``), with the crash as the reason."""
+    names = evaluator.metric_names() if names is None else names
     result = EvaluatorResult.empty(n, {m: Signature(name=m) for m in names})
     message = f"{evaluator.type} evaluator failed: {type(exc).__name__}: {exc}"
     for i in range(n):

@@ -1,6 +1,7 @@
-"""Output: the Report model (``model.py``, pure data) and its renderers (``markdown.py``,
-``html.py`` with its template and chart geometry), which import the model and never the
-reverse; every renderer formats numbers through ``_format.py``."""
+"""Output: the Report model (``model.py``, pure data) and its renderers (``markdown.py``, and
+the ``html`` package: the page, its templates and chart geometry), which import the model and
+never the reverse. Every renderer formats numbers and tables through ``format.py``; the judge
+analyses' tables are built once, in ``judge_tables.py``."""
 
 from __future__ import annotations
 

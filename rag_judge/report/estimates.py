@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag_judge.stats.ppi import PPIMethod
 
 __all__ = [
+    "AUDIT_RESAMPLES",
+    "COLLAPSE_SHARE",
     "JuryAgreement",
     "LengthStratum",
     "PPIEstimate",
@@ -99,6 +101,13 @@ class LengthStratum(BaseModel):
     high: int
     n: int
     mean: float | None = None
+
+
+# The audit's defaults, for the run's audit and ``rag-judge audit`` alike: a rubric is
+# collapsed when its modal score has this share or more; its length slope's interval is a
+# bootstrap of this many resamples.
+COLLAPSE_SHARE = 0.8
+AUDIT_RESAMPLES = 1000
 
 
 class RubricAudit(BaseModel):

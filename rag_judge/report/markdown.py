@@ -8,8 +8,17 @@ file is shown (a PR comment renders it).
 
 from __future__ import annotations
 
-from rag_judge.report._format import ci_label, interval, markdown_table, md_code, md_text, num
-from rag_judge.report._judge_tables import judge_tables
+from rag_judge.report.format import (
+    Column,
+    Table,
+    ci_label,
+    interval,
+    markdown_table,
+    md_code,
+    md_text,
+    num,
+)
+from rag_judge.report.judge_tables import judge_tables
 from rag_judge.report.model import Report
 
 __all__ = ["render_markdown", "summary_table"]
@@ -44,9 +53,7 @@ def render_markdown(report: Report) -> str:
             lines.append(f"- … and {len(failed) - _MAX_ERRORS} more (see report.json)")
         lines.append("")
     for table in judge_tables(report):
-        lines += [f"## {table.title}", "", table.note, ""]
-        cells = [[md_text(c) for c in row] for row in table.rows]
-        lines += [markdown_table(table.head, cells, {0, *table.text}), ""]
+        lines += [f"## {table.title}", "", markdown_table(table), ""]
     lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
     lines += [
         f"| {md_text(m)} | {md_code(s.render(), in_table=True)} |"
@@ -58,11 +65,13 @@ def render_markdown(report: Report) -> str:
 def summary_table(report: Report) -> str:
     """The summary as a Markdown table: ``n`` scored samples, ``errors`` failed (``unscored``
     of them verdicts that could not be read), ``n/a`` samples the metric does not apply to."""
-    ci = ci_label(report.confidence)
-    head = f"| metric | mean | {ci} | n | errors | unscored | n/a | aggregate |"
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for metric, s in report.summary.items():
-        cells = [md_text(metric), num(s.mean), interval(s.ci_low, s.ci_high), s.n, s.errors]
-        cells += [s.unscored, s.not_applicable, md_text(s.aggregate)]
-        rows.append("| " + " | ".join(map(str, cells)) + " |")
-    return "\n".join(rows)
+    columns = [Column("metric", "text"), Column("mean"), Column(ci_label(report.confidence))]
+    columns += [Column(name) for name in ("n", "errors", "unscored", "n/a")]
+    columns.append(Column("aggregate", "text"))
+    rows = [
+        [metric, num(s.mean), interval(s.ci_low, s.ci_high)]
+        + [str(count) for count in (s.n, s.errors, s.unscored, s.not_applicable)]
+        + [s.aggregate]
+        for metric, s in report.summary.items()
+    ]
+    return markdown_table(Table("Summary", columns, rows))

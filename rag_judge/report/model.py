@@ -23,6 +23,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from rag_judge._version import __version__
@@ -45,10 +46,12 @@ from rag_judge.report.types import (
     Direction,
     Failure,
     FailureKind,
+    JudgeName,
     Judgment,
     MetricInfo,
     MetricKind,
     MetricSummary,
+    Restatement,
     SampleResult,
     Signature,
     Usage,
@@ -63,6 +66,7 @@ __all__ = [
     "Direction",
     "Failure",
     "FailureKind",
+    "JudgeName",
     "Judgment",
     "JuryAgreement",
     "LengthStratum",
@@ -72,6 +76,7 @@ __all__ = [
     "PPIEstimate",
     "Report",
     "ReportWarning",
+    "Restatement",
     "RoganGladen",
     "RubricAudit",
     "SampleFile",
@@ -93,6 +98,9 @@ class Report(BaseModel):
     # A list, or (a large run, a report.json with ``samples_file``) the rows of a file.
     samples: InstanceOf[SampleFile] | list[SampleResult]
     signatures: dict[str, Signature]
+    # The interval level of the summary's bounds and of the judge analyses: the run's
+    # ``bootstrap.confidence``. A report.json written before it was stored reads its config's.
+    confidence: float = Field(default=0.95, gt=0, lt=1)
     usage: Usage = Field(default_factory=Usage)
     config: dict[str, Any] = Field(default_factory=dict)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
@@ -128,6 +136,27 @@ class Report(BaseModel):
         if isinstance(value, dict):
             return {m: Signature.parse(s) if isinstance(s, str) else s for m, s in value.items()}
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_confidence(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "confidence" not in data:
+            config = data.get("config")
+            boot = config.get("bootstrap") if isinstance(config, dict) else None
+            if isinstance(boot, dict) and "confidence" in boot:
+                data = {**data, "confidence": boot["confidence"]}
+        return data
+
+    @model_validator(mode="after")
+    def _legacy_restated(self) -> Report:
+        # A report written before restated metrics said so in their summary marks them only
+        # with the signature option ``given`` (``faithfulness_answered``): read it there, once.
+        for metric, summary in self.summary.items():
+            given = self.signatures.get(metric, Signature(name=metric)).options.get("given")
+            if summary.restates is None and given is not None and summary.normalises is None:
+                restated = Restatement(metric=metric.removesuffix(f"_{given}"), given=given)
+                summary.restates = restated
+        return self
 
     @classmethod
     def load(cls, path: str | Path) -> Report:
@@ -182,13 +211,11 @@ class Report(BaseModel):
     def graded_rubrics(self) -> list[str]:
         """The judge rubrics graded 1-5 on every sample they judged (what a person can label
         and the audit reads): not the 0/1 rates and claim counts of ``judge_rubrics``, nor a
-        rubric restated over a subset of the samples (a signature with a ``given`` option,
-        such as ``faithfulness_answered``)."""
+        rubric restated over a subset of the samples (``faithfulness_answered``)."""
         out = []
         for metric in self.judge_rubrics():
-            sig = self.signatures.get(metric)
-            restated = sig is not None and "given" in sig.options
-            if tuple(self.summary[metric].scale) == (1.0, 5.0) and not restated:
+            summary = self.summary[metric]
+            if tuple(summary.scale) == (1.0, 5.0) and summary.restates is None:
                 out.append(metric)
         return out
 
@@ -207,20 +234,14 @@ class Report(BaseModel):
         heuristic"; for a jury, each stub judge's way, joined), or None when no stub scored it."""
         return stub_method(self.signatures.get(metric))
 
-    @property
-    def confidence(self) -> float:
-        """The interval level the summary's bounds were computed at."""
-        boot = self.config.get("bootstrap")
-        return float(boot.get("confidence", 0.95)) if isinstance(boot, dict) else 0.95
-
 
 def stub_method(sig: Signature | None) -> str | None:
     """How the stub judge scores a metric of signature ``sig`` (see ``Report.stub_method``),
     or None when no stub does; known from a signature before a run as after it."""
-    stubs = [m for m in (sig.judges() if sig else []) if m.startswith("stub/")]
+    stubs = [j.model for j in (sig.judged_by if sig else ()) if j.stub]
     if not stubs:
         return None
-    return " and ".join(dict.fromkeys(_stub_way(m.removeprefix("stub/")) for m in stubs))
+    return " and ".join(dict.fromkeys(_stub_way(m) for m in stubs))
 
 
 def _stub_way(model: str) -> str:

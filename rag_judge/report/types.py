@@ -28,10 +28,12 @@ __all__ = [
     "Direction",
     "Failure",
     "FailureKind",
+    "JudgeName",
     "Judgment",
     "MetricInfo",
     "MetricKind",
     "MetricSummary",
+    "Restatement",
     "SampleResult",
     "Signature",
     "Usage",
@@ -114,6 +116,9 @@ class MetricInfo(BaseModel):
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None
     direction: Direction = Direction.HIGHER
+    # A metric restated over the samples where a condition holds (``faithfulness_answered``:
+    # ``faithfulness`` where the answer answers) names the metric and the condition.
+    restates: Restatement | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -123,6 +128,30 @@ class MetricInfo(BaseModel):
     @property
     def lower_is_better(self) -> bool:
         return self.direction is Direction.LOWER
+
+
+class Restatement(BaseModel):
+    """What a restated metric is: ``metric`` over the samples that are ``given``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    given: str
+
+
+class JudgeName(BaseModel):
+    """A judge model as signatures name it: ``provider/model``, and whether it is an offline
+    stub (whose numbers measure nothing), so that no reader parses the text for either."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str
+    stub: bool = False
+
+    @property
+    def text(self) -> str:
+        return f"{self.provider}/{self.model}"
 
 
 # A signature option value holds no "|" outside brackets (sacrebleu nests signatures in "[...]").
@@ -139,6 +168,24 @@ class Signature(BaseModel):
     name: str
     options: dict[str, str] = Field(default_factory=dict)
     run: dict[str, str] = Field(default_factory=dict)
+    # A judged metric's judges (a jury's in order), structured; rendered in ``options``.
+    judged_by: tuple[JudgeName, ...] = ()
+
+    @model_validator(mode="after")
+    def _legacy_judges(self) -> Signature:
+        # A signature written before judges were structured (or built from text) names them
+        # only in its ``judge`` option: read them from there, once, here.
+        if not self.judged_by and self.options.get("judge"):
+            found = tuple(_judge_of(m) for m in _judge_texts(self.options["judge"]))
+            object.__setattr__(self, "judged_by", found)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("judged_by"):
+            data.pop("judged_by", None)
+        return data
 
     @classmethod
     def of(cls, name: str, **options: object) -> Signature:
@@ -154,12 +201,9 @@ class Signature(BaseModel):
         return "|".join(parts)
 
     def judges(self) -> list[str]:
-        """The judge models ("provider/model") of a judge metric: its ``judge`` option, or
-        each juror of a jury's ``jury[provider/model,...]``; empty for other metrics."""
-        judge = self.options.get("judge", "").strip()
-        jury = re.fullmatch(r"jury\[(.*)\]", judge)
-        models = jury.group(1).split(",") if jury else [judge]
-        return [m.strip() for m in models if m.strip()]
+        """The judge models ("provider/model") of a judge metric, a jury's each; empty for
+        other metrics."""
+        return [j.text for j in self.judged_by]
 
     def same_metric(self, other: Signature) -> bool:
         """Whether both describe the same metric definition (run settings aside)."""
@@ -180,6 +224,17 @@ class Signature(BaseModel):
                 target = run
             target[key] = value
         return cls(name=name, options=options, run=run)
+
+
+def _judge_texts(judge: str) -> list[str]:
+    jury = re.fullmatch(r"jury\[(.*)\]", judge.strip())
+    models = jury.group(1).split(",") if jury else [judge]
+    return [m.strip() for m in models if m.strip()]
+
+
+def _judge_of(text: str) -> JudgeName:
+    provider, _, model = text.partition("/")
+    return JudgeName(provider=provider, model=model, stub=provider == "stub")
 
 
 class FailureKind(str, Enum):
@@ -299,6 +354,7 @@ class MetricSummary(BaseModel):
     kind: MetricKind = MetricKind.CUSTOM
     scale: tuple[float, float | None] = (0.0, 1.0)
     normalises: str | None = None  # a judge's [0, 1] twin names the 1-5 metric it restates
+    restates: Restatement | None = None  # a metric restated over a subset of the samples
     # Which way it improves. A report written before directions reads as higher (or lower
     # where it said ``lower_is_better``).
     direction: Direction = Direction.HIGHER
@@ -307,6 +363,14 @@ class MetricSummary(BaseModel):
     @classmethod
     def _legacy(cls, data: Any) -> Any:
         return _legacy_direction(data)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only a restated metric says what it restates; the others' report.json is unchanged.
+        data: dict[str, Any] = handler(self)
+        if data.get("restates") is None:
+            data.pop("restates", None)
+        return data
 
     @property
     def lower_is_better(self) -> bool:

@@ -29,6 +29,7 @@ from rag_judge.report.model import (
     MetricKind,
     MetricSummary,
     Report,
+    Restatement,
     SampleResult,
     Signature,
 )
@@ -107,7 +108,7 @@ def test_a_judge_that_likes_long_answers() -> None:
 
 def test_the_interval_follows_the_reports_confidence() -> None:
     report = report_of(SCORES, LENGTHS)
-    report.config["bootstrap"] = {"confidence": 0.5}
+    report.confidence = 0.5  # the level stored in the report
     (audit,) = audit_report(report, resamples=200, seed=3).values()
     x, y = np.array(LENGTHS, float), np.array(SCORES, float)
     idx = np.random.default_rng(3).integers(0, 8, size=(200, 8))
@@ -187,7 +188,10 @@ def test_only_1_to_5_rubrics_are_audited() -> None:
     report = report_of(SCORES)
     judge = {"kind": MetricKind.JUDGE}
     report.summary["claim_support"] = MetricSummary(mean=0.5, n=8, **judge)
-    report.summary["faith_answered"] = MetricSummary(mean=3, n=8, scale=(1, 5), **judge)
+    restated = Restatement(metric="faith", given="answered")
+    report.summary["faith_answered"] = MetricSummary(
+        mean=3, n=8, scale=(1, 5), restates=restated, **judge
+    )
     report.signatures["faith_answered"] = Signature.of("faith", given="answered")
     report.summary["rouge"] = MetricSummary(mean=3, n=8, scale=(1, 5))
     assert audited_rubrics(report) == ["faith"]

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from rag_judge.analysis.compare import CompareOptions, compare_reports
-from rag_judge.analysis.gates import RegressionRule, check_gates, parse_threshold
+from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.cli.gate import add_parser
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.pipeline import summarize
 from rag_judge.report.model import Failure, MetricSummary, Report, SampleResult, Signature
+from rag_judge.report.thresholds import parse_threshold
 
 
 def make_report(scores: dict[str, list[float | None]]) -> Report:

@@ -24,6 +24,7 @@ from rag_judge.cli import gate as gate_cli
 from rag_judge.cli.compare import render_markdown, render_table
 from rag_judge.config import load_config
 from rag_judge.errors import ConfigError, DataError
+from rag_judge.report.markdown import render_markdown as render_report_md
 from rag_judge.report.model import (
     MetricKind,
     MetricSummary,
@@ -209,6 +210,30 @@ def test_calibrate_table_and_markdown(files: tuple[str, str], capsys) -> None:
     assert rule == "|---|" + "---:|" * 8
     assert rows[1].startswith("| faithfulness | 5 | 5 | 4.100 [")
     assert "a score ≥ 5" in md[2]
+
+
+def _ppi_block(markdown: str) -> tuple[list[str], set[str], list[str]]:
+    """The PPI table of some Markdown: its heading and rule, its rows, its notes."""
+    lines = markdown[markdown.index("| metric | labelled |") :].split("\n\n## ")[0].splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    return table[:2], set(table[2:]), [line for line in lines if line.startswith("- ")]
+
+
+def test_calibrate_prints_report_md_s_own_ppi_table(tmp_path: Path, capsys) -> None:
+    # The run's estimates, at the level stored in the report: not its config's any more.
+    report = make_report({"faithfulness": FAITH, "answer_rate": ANSWERED}, LABELS)
+    report.confidence = 0.9
+    report.config["bootstrap"] = {"confidence": 0.8}
+    report.estimates = ppi_estimates(report)
+    path, labels = tmp_path / "report.json", tmp_path / "labels.jsonl"
+    path.write_text(report.to_json())
+    labels.write_text("".join(json.dumps({"id": k, **v}) + "\n" for k, v in LABELS.items()))
+    assert run_cli(calibrate_cli, "calibrate", str(path), str(labels), "--format", "md") == 0
+    printed = _ppi_block(capsys.readouterr().out)
+    assert printed == _ppi_block(render_report_md(Report.load(path)))
+    head, rows, notes = printed
+    assert head[0].startswith("| metric | labelled | unlabelled | judge mean [90% CI] |")
+    assert len(rows) == 2 and len(notes) == 2
 
 
 def test_calibrate_refuses_a_zero_on_a_rubric(files: tuple[str, str]) -> None:

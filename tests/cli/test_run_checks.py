@@ -12,8 +12,9 @@ from pydantic import ValidationError
 from rag_judge.cli import main
 from rag_judge.cli.run import fresh_folder
 from rag_judge.config import load_config
-from rag_judge.errors import ConfigError, cli_error
+from rag_judge.errors import ConfigError
 from rag_judge.llm import ClientConfig
+from rag_judge.messages import cli_error
 from tests import REPO
 
 DEMO = REPO / "configs" / "data" / "demo.jsonl"

@@ -16,7 +16,7 @@ from rag_judge.data.sample import Sample
 from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.judge.prompts import PromptRenderer
-from rag_judge.judge.relevance import judged_relevance, relevance_grade, with_judged_relevance
+from rag_judge.judge.relevance import graded_by_judge, relevance_grade
 from rag_judge.judge.rubrics import BUILTIN_RUBRICS
 from rag_judge.llm import ClientConfig
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
@@ -269,16 +269,23 @@ def test_context_relevance_grades_feed_the_retrieval_metrics() -> None:
     assert result.judgments[0]["context_relevance"].attempts == 4
 
     assert [relevance_grade(s) for s in (1, 2, 3, 4, 5, 3.6, 2.4)] == [0, 0, 1, 2, 3, 2, 0]
-    grades = judged_relevance(samples, result.judgments)
-    assert grades == [{"d0": 3, "d1": 0, "d2": 1, "d3": 2}, grades[1], None, {}]
-    graded = with_judged_relevance(samples, result.judgments)
-    assert [c.relevance for c in graded[0].contexts] == [3.0, 0.0, 1.0, 2.0]
-    assert graded[1] is samples[1] and graded[2] is samples[2]
-    assert [c.relevance for c in graded[3].contexts] == [2.0, 1.0]
-    ndcg = RetrievalEvaluator(metrics=["ndcg@4"]).evaluate(graded[:1]).scores["ndcg@4"][0]
+    judged = [j.get("context_relevance") for j in result.judgments]
+    graded = [graded_by_judge(s, j) for s, j in zip(samples, judged)]
+    assert graded[0] is not None and graded[0].ranked == [3.0, 0.0, 1.0, 2.0]
+    assert graded[2] is None  # one context left ungraded: no partial grading
+    assert graded[3] is not None and graded[3].ranked == [2.0, 1.0]  # contexts without ids too
+    # The retrieval evaluator reads them as the pipeline feeds them (relevance_from).
+    run = RetrievalEvaluator(metrics=["ndcg@4"], relevance_from="context_relevance").prepare()
+    run.take({"context_relevance": iter(judged)})
+    out = run.evaluate_all(samples)
+    ndcg = out.scores["ndcg@4"]
     dcg = 3 + 0 / math.log2(3) + 1 / math.log2(4) + 2 / math.log2(5)
     idcg = 3 + 2 / math.log2(3) + 1 / math.log2(4)
-    assert ndcg == pytest.approx(dcg / idcg)
+    assert ndcg[0] == pytest.approx(dcg / idcg)
+    assert ndcg[1] == 1.0 and ndcg[3] == 1.0  # q2 by its own judgments: they win
+    assert ndcg[2] is None
+    assert "left some of its contexts ungraded" in out.errors[2]["ndcg@4"].text()
+    assert out.signatures["ndcg@4"].options["ideal"] == "judged+retrieved"
 
 
 # ---- scoring modes ---------------------------------------------------------------------------

@@ -95,12 +95,12 @@ def test_default_cache_follows_the_cache_folder_policy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     judge = JudgeEvaluator(rubrics=["fluency"])
-    assert judge.cache == "default"
+    assert judge.judge.cache == "default"
     monkeypatch.setenv("RAG_JUDGE_CACHE_DIR", str(tmp_path / "cache"))  # read at run time
-    assert judge.cache_path() == tmp_path / "cache" / "judge.sqlite"
+    assert judge.judge.cache_path() == tmp_path / "cache" / "judge.sqlite"
     judge.evaluate([judge_sample(1)])
     assert (tmp_path / "cache" / "judge.sqlite").is_file()
-    assert JudgeEvaluator(cache=None).cache_path() is None
+    assert JudgeEvaluator(cache=None).judge.cache_path() is None
 
 
 def test_metric_info_names_the_kind_the_scale_and_the_twin() -> None:
@@ -143,15 +143,15 @@ def test_a_relative_cache_path_in_a_config_is_relative_to_the_config_file(
 
     relative, default, absolute, none, home = load_config(config).evaluators
     assert isinstance(relative, JudgeEvaluator) and isinstance(default, JudgeEvaluator)
-    assert relative.cache_path() == folder / "cache" / "judge.sqlite"
-    assert default.cache == "default"  # the default follows the working folder, as before
-    assert default.cache_path() == elsewhere / ".rag_judge_cache" / "judge.sqlite"
-    assert isinstance(absolute, JudgeEvaluator) and absolute.cache == tmp_path / "abs.sqlite"
-    assert isinstance(none, JudgeEvaluator) and none.cache is None
-    assert isinstance(home, JudgeEvaluator) and home.cache == Path("~/judge.sqlite")
+    assert relative.judge.cache_path() == folder / "cache" / "judge.sqlite"
+    assert default.judge.cache == "default"  # the default follows the working folder, as before
+    assert default.judge.cache_path() == elsewhere / ".rag_judge_cache" / "judge.sqlite"
+    assert isinstance(absolute, JudgeEvaluator) and absolute.judge.cache == tmp_path / "abs.sqlite"
+    assert isinstance(none, JudgeEvaluator) and none.judge.cache is None
+    assert isinstance(home, JudgeEvaluator) and home.judge.cache == Path("~/judge.sqlite")
 
     relative.evaluate([judge_sample(1)])  # the stub, cached next to the config
     assert (folder / "cache" / "judge.sqlite").is_file()
     assert not (elsewhere / "cache").exists()
     # A judge built in code is not a config: its relative path is the working folder's.
-    assert JudgeEvaluator(cache=Path("c.sqlite")).cache_path() == Path("c.sqlite")
+    assert JudgeEvaluator(cache=Path("c.sqlite")).judge.cache_path() == Path("c.sqlite")

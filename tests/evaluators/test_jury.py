@@ -20,11 +20,11 @@ from rag_judge.analysis.jury import jury_agreement
 from rag_judge.config import load_config
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators._jury import aggregate, juror_names
 from rag_judge.evaluators.judge import JudgeEvaluator
+from rag_judge.judge.jury import aggregate, juror_names
 from rag_judge.llm.base import Completion, CompletionRequest
 from rag_judge.llm.providers.stub import StubClient, fixed
-from rag_judge.report.model import FailureKind
+from rag_judge.report.model import FailureKind, JudgeName
 from tests.evaluators import judge_sample
 from tests.fake_openai_server import FakeOpenAIServer, Reply, error
 
@@ -127,7 +127,7 @@ def test_a_yaml_jury_loads_and_a_bad_one_names_its_line(tmp_path: Path) -> None:
     (judge,) = load_config(good).evaluators
     assert isinstance(judge, JudgeEvaluator)
     assert [c.stub for c in judge.judges] == ["lexical_support", "fixed"]
-    assert judge.aggregation == "median" and judge.jury_quorum == 2  # 2 // 2 + 1
+    assert judge.aggregation == "median" and judge.jury.quorum == 2  # 2 // 2 + 1
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "evaluators:\n  - type: judge\n    judges:\n      - {provider: stub}\n", encoding="utf-8"
@@ -150,8 +150,8 @@ def test_a_missing_key_of_a_juror_names_the_juror(monkeypatch: pytest.MonkeyPatc
 
 def test_the_default_quorum_is_a_majority_and_a_client_override_must_match_the_jury() -> None:
     juries = [_jury(LEXICAL, TWO), _jury(), _jury(LEXICAL, TWO, FIVE, {**TWO, "stub_score": 1})]
-    assert [j.jury_quorum for j in juries] == [2, 2, 3]  # 2 // 2 + 1, 3 // 2 + 1, 4 // 2 + 1
-    assert _jury(quorum=1).jury_quorum == 1
+    assert [j.jury.quorum for j in juries] == [2, 2, 3]  # 2 // 2 + 1, 3 // 2 + 1, 4 // 2 + 1
+    assert _jury(quorum=1).jury.quorum == 1
     with pytest.raises(ValueError, match="takes one client per judge, in order; got one client"):
         _jury().evaluate(SAMPLES[:1], client=StubClient(fixed(3)))
     with pytest.raises(ValueError, match="a list of clients is for a jury"):
@@ -159,8 +159,11 @@ def test_the_default_quorum_is_a_majority_and_a_client_override_must_match_the_j
 
 
 def test_repeated_juror_names_are_numbered() -> None:
-    clients = [StubClient(fixed(3)), StubClient(fixed(3)), StubClient(fixed(4))]
-    assert juror_names(clients) == ["stub/stub-fixed-3", "stub/stub-fixed-3#2", "stub/stub-fixed-4"]
+    names = [JudgeName(provider="stub", model=f"stub-fixed-{k}", stub=True) for k in (3, 3, 4)]
+    assert [n.text for n in juror_names(names)] == [
+        "stub/stub-fixed-3", "stub/stub-fixed-3#2", "stub/stub-fixed-4",
+    ]  # fmt: skip
+    assert all(n.stub for n in juror_names(names))
 
 
 # ---- a jury of stubs ---------------------------------------------------------------------------
@@ -357,7 +360,7 @@ def test_the_jurors_requests_run_concurrently_in_one_loop() -> None:
         scored.extend(result.scores["faithfulness"])
 
     chunks = [SAMPLES[:2], SAMPLES[2:]]
-    tail = _jury(LEXICAL, TWO).evaluate_chunks(chunks, emit, client=jurors)
+    tail = _jury(LEXICAL, TWO).prepare(client=jurors).evaluate_chunks(chunks, emit)
     assert scored == [3.0] * 4 and tail.usage.requests == 8
     assert tail.signatures["faithfulness"].options["judge"] == "jury[test/a,test/b]"
 

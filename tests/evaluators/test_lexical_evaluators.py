@@ -28,7 +28,7 @@ from rag_judge import (
 )
 from rag_judge._version import __version__
 from rag_judge.evaluators import EvaluatorResult
-from rag_judge.evaluators.sacre import CHRF_AGGREGATE, TER_AGGREGATE
+from rag_judge.evaluators.sacrebleu import CHRF_AGGREGATE, TER_AGGREGATE
 from rag_judge.pipeline import summarize
 from rag_judge.report.model import FailureKind, MetricKind
 from tests.metrics.test_lexical import (
@@ -206,7 +206,7 @@ def test_config_with_chrf_and_ter_validates(tmp_path: Path) -> None:
     # Two plain chrF evaluators would report the same metric twice.
     path.write_text(f"dataset: {data}\nevaluators: [{{type: chrf}}, {{type: chrf, beta: 1}}]\n")
     with pytest.raises(ConfigError, match="metric 'chrf' is produced by evaluators"):
-        load_config(path)
+        Pipeline(load_config(path)).prepare()
 
 
 @pytest.mark.parametrize(
@@ -283,12 +283,12 @@ def test_chunks_with_one_reference_count_each_sign_nrefs_var() -> None:
     for ev in (ChrfEvaluator(), TerEvaluator()):
         metric = ev.metric_names()[0]
         emitted: list[EvaluatorResult] = []
-        final = ev.evaluate_chunks([one, two], emitted.append)
+        final = ev.prepare().evaluate_chunks([one, two], emitted.append)
         corpus = [r.signatures[metric].options["corpus"][:9] for r in emitted]
         assert corpus == ["[nrefs:1|", "[nrefs:2|"]
-        assert final is not None
         assert final.signatures[metric].options["corpus"].startswith("[nrefs:var|")
-        assert ev.evaluate_chunks([one, one], lambda r: None) is None
+        # chunks that agree leave their signature as it is
+        assert ev.prepare().evaluate_chunks([one, one], lambda r: None).signatures == {}
 
 
 def test_ter_is_lower_is_better_in_the_summary_and_the_regression_gate() -> None:

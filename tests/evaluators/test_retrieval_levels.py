@@ -14,6 +14,7 @@ from rag_judge import Pipeline
 from rag_judge.analysis.gates import check_gates
 from rag_judge.config import ExperimentConfig
 from rag_judge.data.sample import Sample
+from rag_judge.errors import ConfigError
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.judge.relevance import relevance_grade
 from rag_judge.report.markdown import render_markdown
@@ -119,6 +120,19 @@ def test_collapsed_judged_at_k_warns_and_gates():
         update={"evaluators": [RetrievalEvaluator(metrics=["ndcg@5"], min_judged=0.2)]}
     )
     assert Pipeline(lenient).run(_stale(3)).report.warnings == []
+
+
+def test_what_a_retrieval_evaluator_declares_to_the_pipeline():
+    assert RetrievalEvaluator().reads() == ()
+    graded = RetrievalEvaluator(relevance_from="context_relevance")
+    assert graded.reads() == ("context_relevance",) and not graded.wants_gpu()
+    # The stale-label warning is the evaluator's own conclusion from the finished report.
+    cfg = ExperimentConfig(
+        evaluators=[{"type": "retrieval", "metrics": ["ndcg@5"]}], bootstrap={"resamples": 0}
+    )
+    report = Pipeline(cfg).run(_stale(3)).report
+    assert cfg.evaluators[0].conclusions(report) == report.warnings != []
+    assert RetrievalEvaluator(metrics=["ndcg@5"], judged=False).conclusions(report) == []
 
 
 def test_max_docs_cuts_every_ranking_as_trec_eval_m():
@@ -253,11 +267,12 @@ def test_relevance_from_context_relevance_grades_unjudged_samples():
 
 
 def test_relevance_from_needs_a_judge_of_that_rubric():
-    with pytest.raises(ValidationError, match=r"relevance_from: 'context_relevance' needs a judge"):
-        ExperimentConfig(
-            evaluators=[{"type": "retrieval", "relevance_from": "context_relevance"},
-                        {"type": "judge", "rubrics": ["faithfulness"], "cache": None}]
-        )  # fmt: skip
+    config = ExperimentConfig(
+        evaluators=[{"type": "retrieval", "relevance_from": "context_relevance"},
+                    {"type": "judge", "rubrics": ["faithfulness"], "cache": None}]
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"relevance_from: 'context_relevance' needs a judge"):
+        Pipeline(config).prepare()  # a judge's rubrics are known once its files are read
     with pytest.raises(ValidationError, match="context_relevance"):
         RetrievalEvaluator(relevance_from="faithfulness")
 

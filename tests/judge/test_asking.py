@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
-from rag_judge.judge.asking import Outcome, ask_all, failed_attempts
+from rag_judge.judge.asking import Outcome, ask_all
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMError
 from rag_judge.llm.engine import JudgeEngine
@@ -73,22 +71,25 @@ def test_successes_and_single_failures_are_unchanged() -> None:
     assert str(outcome.result) == "HTTP 400: bad request" and outcome.attempts == 1
 
 
-@pytest.mark.parametrize(
-    ("message", "attempts"),
-    [
-        ("overloaded (gave up after 4 attempts)", 4),
-        ("HTTP 400 (not retryable, attempt 2)", 2),
-        ("quota (server asked to wait 3600 s (> 60 s))", 1),
-        ("says 'gave up after 9 attempts' inside (gave up after 2 attempts)", 2),
-        ("gave up after 9 attempts, said the server", 1),  # not the engine's suffix
-        ("plain", 1),
-    ],
-)
-def test_failed_attempts_reads_the_engine_suffix(message: str, attempts: int) -> None:
-    assert failed_attempts(LLMError(message)) == attempts
+class FailingWith(FailingAfter):
+    """Fails each call with the next of ``errors``."""
+
+    def __init__(self, errors: list[LLMError]) -> None:
+        super().__init__([])
+        self.errors = list(errors)
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.calls += 1
+        raise self.errors.pop(0)
 
 
-def test_a_carried_attempt_count_wins_over_the_message() -> None:
-    error = LLMError("overloaded (gave up after 4 attempts)")
-    error.attempts = 5  # type: ignore[attr-defined]
-    assert failed_attempts(error) == 5
+def test_a_long_retry_after_on_the_second_attempt_counts_two() -> None:
+    # The engine gives up at once on a Retry-After too long to wait for. Its message names no
+    # attempt count; the count it carries is the two attempts made.
+    overloaded = LLMError("HTTP 503: overloaded", retryable=True, status=503)
+    quota = LLMError("quota", retryable=True, retry_after=3600.0, status=429)
+    client = FailingWith([overloaded, quota])
+    outcome = _ask(client, max_attempts=4)
+    assert isinstance(outcome.result, LLMError)
+    assert str(outcome.result) == "quota (server asked to wait 3600 s (> 60 s))"
+    assert outcome.attempts == 2 == client.calls

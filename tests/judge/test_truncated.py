@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from rag_judge.judge.reply_json import schema_valid
 from rag_judge.judge.verdicts import (
     VERDICT_SCHEMA,
     JudgeVerdict,
-    Reading,
     Unscored,
     parse_verdict,
     read_completion,
-    schema_valid,
 )
 from rag_judge.llm.base import Completion
 
@@ -100,7 +99,7 @@ def test_a_reply_stopped_at_max_tokens_says_so_and_suggests_raising_it() -> None
     # Cut off, but after a complete score: read.
     readable = Completion(['{"reason": "fine", "score": 4'], finish_reason="length")
     reading = read_completion(readable, "json", max_tokens=512)
-    assert isinstance(reading, Reading) and reading.value == 4
+    assert isinstance(reading, JudgeVerdict) and reading.score == 4
 
 
 @pytest.mark.parametrize(
@@ -125,7 +124,7 @@ def test_a_complete_invalid_verdict_that_rambled_to_max_tokens_is_not_told_to_ra
     assert _reason(read_completion(cut, "json", max_tokens=64)).endswith("raise max_tokens")
 
 
-def _reason(found: Reading | Unscored) -> str:
+def _reason(found: JudgeVerdict | Unscored) -> str:
     assert isinstance(found, Unscored), found
     return found.reason
 
@@ -151,5 +150,4 @@ def _reason(found: Reading | Unscored) -> str:
     ],
 )
 def test_schema_valid_means_the_whole_reply_is_what_the_schema_asks(text: str, valid: bool) -> None:
-    assert schema_valid(text) is valid
     assert schema_valid(text, VERDICT_SCHEMA) is valid

@@ -15,7 +15,6 @@ from rag_judge.judge.verdicts import (
     VERDICT_SCHEMA,
     VERDICT_SHAPE,
     JudgeVerdict,
-    Reading,
     Unscored,
     normalise_probs,
     parse_verdict,
@@ -164,9 +163,9 @@ def test_logprobs_of_the_score_token_not_of_a_digit_in_the_reason() -> None:
     dist = score_probs_from_logprobs(logprobs, text, verdict)
     assert dist == pytest.approx({4: 0.6, 5: 0.4})
     reading = read_completion(Completion([text], token_logprobs=logprobs), "logprobs")
-    assert isinstance(reading, Reading)
-    assert reading.value == pytest.approx(4.4)
-    assert reading.extra["verdict"] == 4
+    assert isinstance(reading, JudgeVerdict)
+    assert reading.score == pytest.approx(4.4)
+    assert reading.verdict == 4
 
 
 def test_logprobs_fall_back_to_the_last_matching_digit_when_tokens_do_not_rebuild_the_text() -> (
@@ -182,31 +181,31 @@ def test_logprobs_fall_back_to_the_last_matching_digit_when_tokens_do_not_rebuil
 
 def test_without_logprobs_the_stated_score_is_kept_and_marked() -> None:
     reading = read_completion(Completion(['{"reason": "r", "score": 3}']), "logprobs")
-    assert isinstance(reading, Reading)
-    assert reading.value == 3 and reading.extra == {"logprobs_missing": True}
+    assert isinstance(reading, JudgeVerdict)
+    assert reading.score == 3 and reading.details() == {"logprobs_missing": True}
     # Logprobs that do not cover the score token are no better than none.
     other = Completion(['{"reason": "r", "score": 3}'], token_logprobs=[{"x": -0.1}])
     reading = read_completion(other, "logprobs")
-    assert isinstance(reading, Reading) and reading.extra == {"logprobs_missing": True}
+    assert isinstance(reading, JudgeVerdict) and reading.details() == {"logprobs_missing": True}
     # Asked for json scoring, nothing is missing.
     plain = read_completion(Completion(['{"reason": "r", "score": 3}']), "json")
-    assert isinstance(plain, Reading) and plain.extra == {}
+    assert isinstance(plain, JudgeVerdict) and plain.details() == {}
 
 
 def test_distribution_from_a_scoring_client() -> None:
     done = Completion(["4"], score_probs={"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.6, "5": 0.4})
     reading = read_completion(done, "distribution")
-    assert isinstance(reading, Reading)
-    assert reading.value == pytest.approx(4.4)
-    assert reading.extra["probs"] == pytest.approx({"4": 0.6, "5": 0.4})
+    assert isinstance(reading, JudgeVerdict)
+    assert reading.score == pytest.approx(4.4)
+    assert reading.probs == pytest.approx({"4": 0.6, "5": 0.4})
 
 
 def test_n_samples_give_mean_and_spread() -> None:
     replies = [json.dumps({"reason": f"r{s}", "score": s}) for s in (3, 4, 5)] + ["garbage"]
     reading = read_completion(Completion(replies), "json")
-    assert isinstance(reading, Reading)
-    assert reading.value == pytest.approx(4.0)
-    assert reading.extra["scores"] == [3, 4, 5]
-    assert reading.extra["spread"] == pytest.approx(math.sqrt(2 / 3))
-    assert reading.extra["unscored_choices"] == 1
+    assert isinstance(reading, JudgeVerdict)
+    assert reading.score == pytest.approx(4.0)
+    assert reading.scores == [3, 4, 5]
+    assert reading.spread == pytest.approx(math.sqrt(2 / 3))
+    assert reading.unscored_choices == 1
     assert isinstance(read_completion(Completion(["no", "nope"]), "json"), Unscored)

@@ -191,7 +191,7 @@ def test_attempts_are_capped_and_the_error_is_returned_not_raised() -> None:
     results = asyncio.run(engine.run([req("a"), req("b")]))
     assert isinstance(results[0], LLMError)
     assert str(results[0]) == "overloaded (gave up after 3 attempts)"
-    assert results[0].status == 503
+    assert results[0].status == 503 and results[0].attempts == 3
     assert isinstance(results[1], Completion)
     assert client.calls.count("a") == 3 and len(clock.sleeps) == 2
     assert engine.usage.failures == 1 and engine.usage.retries == 2
@@ -209,7 +209,26 @@ def test_non_retryable_and_long_retry_after_fail_at_once() -> None:
     assert isinstance(bad, LLMError) and str(bad) == "HTTP 400: bad request"
     assert isinstance(quota, LLMError)
     assert "server asked to wait 3600 s" in str(quota)
+    assert (bad.attempts, quota.attempts) == (1, 1)
     assert clock.sleeps == [] and len(client.calls) == 2
+
+
+def test_every_error_returned_carries_the_attempts_made() -> None:
+    # The count is an attribute, set on every error the engine returns; callers never read
+    # it out of the message.
+    clock = FakeClock()
+    overloaded = LLMError("overloaded", retryable=True, status=503)
+    plan = {
+        "late_400": [overloaded, LLMError("HTTP 400: bad request", status=400)],
+        "late_quota": [overloaded, LLMError("quota", retryable=True, retry_after=3600.0)],
+        "capped": [overloaded] * 5,
+    }
+    engine = JudgeEngine(ScriptedClient(plan), max_attempts=4, clock=clock, sleep=clock.sleep)
+    results = asyncio.run(engine.run([req("late_400"), req("late_quota"), req("capped")]))
+    assert all(isinstance(r, LLMError) for r in results)
+    assert [r.attempts for r in results if isinstance(r, LLMError)] == [2, 2, 4]
+    assert str(results[0]) == "HTTP 400: bad request (not retryable, attempt 2)"
+    assert str(results[2]) == "overloaded (gave up after 4 attempts)"
 
 
 def test_a_client_bug_becomes_an_error_result() -> None:
@@ -232,7 +251,7 @@ def test_per_call_timeout_is_retryable() -> None:
     client = Slow()
     engine = JudgeEngine(client, timeout=0.02, max_attempts=2, clock=clock, sleep=clock.sleep)
     (result,) = asyncio.run(engine.run([req("x")]))
-    assert isinstance(result, LLMError) and result.retryable
+    assert isinstance(result, LLMError) and result.retryable and result.attempts == 2
     assert str(result) == "no reply within 0.02 s (gave up after 2 attempts)"
     assert len(client.calls) == 2
 

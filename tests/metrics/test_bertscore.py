@@ -62,8 +62,10 @@ def _samples(cands: list[str], refs: list[list[str]]) -> list[Sample]:
     return [Sample(id=f"s{i}", answer=c, references=r) for i, (c, r) in enumerate(zip(cands, refs))]
 
 
-def _scores(ev: BERTScoreEvaluator, samples: list[Sample]) -> np.ndarray:
-    res = ev.evaluate(samples)
+def _scores(
+    ev: BERTScoreEvaluator, samples: list[Sample], runtime: E.EncoderRuntime | None = None
+) -> np.ndarray:
+    res = ev.evaluate(samples, runtime=runtime)
     return np.array([res.scores[m] for m in METRICS], dtype=np.float64).T  # (n, 3)
 
 
@@ -210,8 +212,8 @@ def test_a_runtime_of_its_own_is_a_fresh_process(tmp_path: Path, fresh: None) ->
     ev = BERTScoreEvaluator(device="cpu", cache_dir=str(tmp_path))
     first = _scores(ev, samples)
     own = E.EncoderRuntime()
-    ev.prepare(own)  # already prepared: only the runtime changes
-    assert np.array_equal(_scores(ev, samples), first)
+    assert ev.prepare(runtime=own).runtime is own  # the run keeps it; the config is untouched
+    assert np.array_equal(_scores(ev, samples, runtime=own), first)
     assert own.stats.disk_hits == 6 and own.stats.memory_hits == 0
     assert own.stats.model_loads == 0 and len(own.memory) == 6
 

@@ -211,6 +211,9 @@ def test_validation_reads_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ev.metric_names() == list(evaluator_module.METRICS)
     assert ev.metric_info("bertscore_f1").kind is MetricKind.EMBEDDING
     assert ev.needs == ("answer", "references")
+    # What the pipeline asks, declared: a GPU where a cluster has one; no shards with idf.
+    assert ev.wants_gpu() and ev.shardable
+    assert not BERTScoreEvaluator(idf=True).shardable
 
 
 def test_the_packaged_model_is_found_without_importing_its_package() -> None:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from sacrebleu.metrics.bleu import BLEU
 
 from rag_judge.errors import ConfigError
-from rag_judge.evaluators.lexical import BleuEvaluator
-from rag_judge.metrics.lexical import bleu_statistics, corpus_bleu_from_rows
+from rag_judge.evaluators.sacrebleu import BleuEvaluator
+from rag_judge.metrics.sacrebleu import bleu_statistics, corpus_bleu_from_rows
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TOKENS = ["a", "b", "c", "d"]  # a small vocabulary: perfect and near-perfect matches are common

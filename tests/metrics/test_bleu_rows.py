@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacrebleu.metrics.bleu import BLEU
 
-from rag_judge.metrics._bleu_rows import bleu_rows, tokenize_segments
+from rag_judge.metrics.sacrebleu.bleu_rows import bleu_rows, tokenize_segments
 
 # What 13a's rules and replacements look at: digits beside . , and -, its escapes and markers,
 # line breaks (also "-\n"), ASCII punctuation, non-ASCII, and the batch's own separator "\0".

@@ -14,14 +14,13 @@ from rouge_score import rouge_scorer, tokenizers
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.lexical import BLEU_AGGREGATE, BleuEvaluator, RougeEvaluator
-from rag_judge.metrics.lexical import (
-    ROUGE_TYPES,
-    UnicodeTokenizer,
+from rag_judge.evaluators.rouge import RougeEvaluator
+from rag_judge.evaluators.sacrebleu import BLEU_AGGREGATE, BleuEvaluator
+from rag_judge.metrics.rouge import ROUGE_TYPES, UnicodeTokenizer, rouge_scores
+from rag_judge.metrics.sacrebleu import (
     bleu_statistics,
     bleu_tokenizers,
     corpus_bleu_from_rows,
-    rouge_scores,
     sentence_bleu_from_rows,
 )
 from rag_judge.pipeline import summarize
@@ -466,14 +465,14 @@ def test_bleu_in_chunks_equals_one_call(
     """Statistics are computed a batch at a time (their arrays bounded); the rows and the
     nrefs of the signature are those of one call over everything, even when every chunk on
     its own has one reference count (the second case's chunks: [2, 2], [1, 1], [1])."""
-    import rag_judge.metrics.lexical as lexical
+    from rag_judge.metrics.sacrebleu import bleu
 
     rng = random.Random(7)
     words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "."]
     hyps = [" ".join(rng.choices(words, k=8)) for _ in ref_counts]
     refs = [[" ".join(rng.choices(words, k=9)) for _ in range(k)] for k in ref_counts]
     whole = bleu_statistics(hyps, refs)
-    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 2)
+    monkeypatch.setattr(bleu, "BLEU_BATCH", 2)
     chunked = bleu_statistics(hyps, refs)
     np.testing.assert_array_equal(chunked.rows, whole.rows)
     np.testing.assert_array_equal(chunked.sentence, whole.sentence)

@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-from rag_judge.metrics import _ngrams, lexical, rouge
-from rag_judge.metrics.lexical import rouge_scores
+from rag_judge.metrics import ngrams
+from rag_judge.metrics.rouge import port as rouge
+from rag_judge.metrics.rouge import scores
+from rag_judge.metrics.rouge.scores import rouge_scores
 
 TYPES = ["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"]
 THEIRS = {stem: rouge_scorer.RougeScorer(TYPES, use_stemmer=stem) for stem in (False, True)}
@@ -32,7 +34,7 @@ def texts(draw: st.DrawFn, extra: tuple[str, ...] = ()) -> str:
 def _check(preds: list[str], refs: list[list[str]], stem: bool, tokenizer: str = "default") -> None:
     """The port's batch against rouge-score pair by pair (on ASCII text both tokenizers are
     rouge-score's default)."""
-    port = rouge.RougeScorer(TYPES, tokenizer=lexical._rouge_tokenizer(tokenizer, stem))
+    port = rouge.RougeScorer(TYPES, tokenizer=scores.rouge_tokenizer(tokenizer, stem))
     ours = port.score_batch(preds, refs)
     for i, (pred, targets) in enumerate(zip(preds, refs, strict=True)):
         for rtype, want in THEIRS[stem].score_multi(targets, pred).items():
@@ -78,11 +80,11 @@ def test_chunks_and_dense_renumbering_change_nothing(monkeypatch: pytest.MonkeyP
     preds = [" ".join(rng.choice(words, rng.integers(0, 30))) for _ in range(120)]
     refs = [[" ".join(rng.choice(words, rng.integers(0, 30)))] * rng.integers(1, 3) for _ in preds]
     whole = rouge_scores(preds, refs)
-    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 7)
-    monkeypatch.setattr(_ngrams, "_DENSE_ABOVE", 0)  # every order renumbered densely
+    monkeypatch.setattr(scores, "ROUGE_BATCH", 7)
+    monkeypatch.setattr(ngrams, "_DENSE_ABOVE", 0)  # every order renumbered densely
     chunked = rouge_scores(preds, refs)
     assert all(np.array_equal(whole[k], chunked[k]) for k in whole)
-    monkeypatch.setattr(_ngrams, "_NO_OVERFLOW", 0)  # also renumbered before each product
+    monkeypatch.setattr(ngrams, "_NO_OVERFLOW", 0)  # also renumbered before each product
     guarded = rouge_scores(preds, refs)
     assert all(np.array_equal(whole[k], guarded[k]) for k in whole)
     monkeypatch.setattr(rouge, "_CODE_POINTS", 0)  # LCS over lists of ids, not strings
@@ -92,16 +94,16 @@ def test_chunks_and_dense_renumbering_change_nothing(monkeypatch: pytest.MonkeyP
 
 
 def test_clipped_matches_and_best_of_groups() -> None:
-    table = _ngrams.encode([["a", "b", "a"], ["a", "a", "c"], []])
-    rows, grams = _ngrams.ngram_ids(table, 2)[0]
-    counts = _ngrams.GramCounts.of(rows, grams, 3, table.vocab)
-    hits = _ngrams.clipped_matches(counts, np.array([0, 1, 2, 0]), counts, np.array([1, 0, 0, 0]))
+    table = ngrams.encode([["a", "b", "a"], ["a", "a", "c"], []])
+    rows, grams = ngrams.ngram_ids(table, 2)[0]
+    counts = ngrams.GramCounts.of(rows, grams, 3, table.vocab)
+    hits = ngrams.clipped_matches(counts, np.array([0, 1, 2, 0]), counts, np.array([1, 0, 0, 0]))
     assert hits.tolist() == [2, 2, 0, 3]  # min(2, 2) for "a"; an empty row; a row with itself
-    bigrams = _ngrams.ngram_ids(table, 2)[1]
+    bigrams = ngrams.ngram_ids(table, 2)[1]
     assert bigrams[0].tolist() == [0, 0, 1, 1]  # two per 3-token text, none for the empty one
     assert bigrams[1][0] != bigrams[1][2] and len(set(bigrams[1].tolist())) == 4
-    best = _ngrams.best_of_groups(np.array([0.5, 0.9, 0.9, 0.1, 0.0]), np.array([0, 3, 4]))
+    best = ngrams.best_of_groups(np.array([0.5, 0.9, 0.9, 0.1, 0.0]), np.array([0, 3, 4]))
     assert best.tolist() == [1, 3, 4]  # the first of equals, as np.argmax
     with pytest.raises(ValueError, match="same n-gram ids"):
-        other = _ngrams.GramCounts.of(rows, grams, 3, table.vocab + 1)
-        _ngrams.clipped_matches(counts, np.array([0]), other, np.array([0]))
+        other = ngrams.GramCounts.of(rows, grams, 3, table.vocab + 1)
+        ngrams.clipped_matches(counts, np.array([0]), other, np.array([0]))

@@ -18,15 +18,13 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.metrics.ter import TER
 
-from rag_judge.metrics.lexical import (
+from rag_judge.metrics.sacrebleu import (
     bleu_statistics,
-    corpus_bleu_from_rows,
-    sentence_bleu_from_rows,
-)
-from rag_judge.metrics.sacre import (
     chrf_statistics,
+    corpus_bleu_from_rows,
     corpus_chrf_from_rows,
     corpus_ter_from_rows,
+    sentence_bleu_from_rows,
     sentence_chrf_from_rows,
     sentence_ter_from_rows,
     ter_statistics,
@@ -346,12 +344,12 @@ def test_ter_corpus_adds_lengths_in_sacrebleus_order() -> None:
 def test_chunked_calls_equal_one_call(
     monkeypatch: pytest.MonkeyPatch, statistics: partial[object], nrefs: str
 ) -> None:
-    import rag_judge.metrics.lexical as lexical
+    from rag_judge.metrics.sacrebleu import bleu, rows
 
     hyps, refs = SHORT
     whole = statistics(hyps, refs)
-    monkeypatch.setattr(lexical, "SACREBLEU_CHUNK", 5)
-    monkeypatch.setattr(lexical, "LEXICAL_BATCH", 5)
+    monkeypatch.setattr(rows, "SACREBLEU_CHUNK", 5)
+    monkeypatch.setattr(bleu, "BLEU_BATCH", 5)
     chunked = statistics(hyps, refs)
     np.testing.assert_array_equal(chunked.rows, whole.rows)  # type: ignore[attr-defined]
     np.testing.assert_array_equal(chunked.sentence, whole.sentence)  # type: ignore[attr-defined]

@@ -13,8 +13,8 @@ from markupsafe import escape
 from rag_judge import JudgeEvaluator, Pipeline
 from rag_judge.analysis.audit import failed_judge_warnings
 from rag_judge.llm import ClientConfig
-from rag_judge.report._review import review_data, review_rubrics
 from rag_judge.report.html import render_html
+from rag_judge.report.html._review import review_data, review_rubrics
 from rag_judge.report.markdown import render_markdown
 from rag_judge.report.model import (
     Failure,

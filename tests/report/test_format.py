@@ -1,12 +1,28 @@
-"""One number formatting for every renderer, and report.md / the summary table built on it."""
+"""One number formatting for every renderer, one table drawn three ways (terminal, Markdown,
+HTML), and report.md / the summary table built on them."""
 
 from __future__ import annotations
 
+import html
 import math
+import re
 
 import pytest
+from markdown_it import MarkdownIt
 
-from rag_judge.report._format import MISSING, amount, ci_label, interval, num, short
+from rag_judge.report.format import (
+    MISSING,
+    Column,
+    Table,
+    amount,
+    ci_label,
+    html_table,
+    interval,
+    markdown_table,
+    num,
+    short,
+    text_table,
+)
 from rag_judge.report.markdown import render_markdown, summary_table
 from rag_judge.report.model import (
     Failure,
@@ -74,3 +90,41 @@ def test_markdown_lists_failures_and_rendered_signatures() -> None:
     assert md.startswith("# demo\n")
     assert "- `b` · x: unscored: no verdict" in md
     assert "| x | `x\\|k:1\\|ci:b-9@0.9` |" in md
+
+
+TABLE = Table(
+    "Things",
+    [Column("name", "text"), Column("n"), Column("why", "text")],
+    [["a|b <i>x</i>", "1", "two\nlines"], ["c", "22", MISSING]],
+    ["a note with a | and *stars*"],
+)
+ROWS = [["a|b <i>x</i>", "1", "two lines"], ["c", "22", MISSING]]  # a cell is one line
+
+
+def test_one_table_renders_the_same_rows_in_text_markdown_and_html() -> None:
+    assert text_table(TABLE).splitlines() == [
+        "name           n  why",
+        "a|b <i>x</i>   1  two lines",
+        "c             22  –",
+        "a note with a | and *stars*",
+    ]
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown_table(TABLE))
+    cells = [t.children[0].content if t.children else "" for t in tokens if t.type == "inline"]
+    cells = [re.sub(r"\\(.)", r"\1", c) for c in cells]  # Markdown's escapes undone
+    assert cells[:3] == ["name", "n", "why"] and [cells[3:6], cells[6:9]] == ROWS
+    assert [t.type for t in tokens].count("bullet_list_open") == 1  # the note, a list item
+    assert markdown_table(TABLE).splitlines()[1] == "|---|---:|---|"  # words left, numbers right
+    page = html_table(TABLE)
+    rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
+    found = [[html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)] for r in rows]
+    assert found == ROWS
+    assert "<i>" not in page and "<td class=num>22</td>" in page
+    assert page.endswith("<p class=note>a note with a | and *stars*</p>")
+
+
+def test_a_table_of_keys_and_values_has_no_heading_and_a_rule_is_asked_for() -> None:
+    pairs = Table("kv", [Column("", "text"), Column("", "text")], [["key", "v"], ["longer", "w"]])
+    assert text_table(pairs, rule=True).splitlines() == ["key     v", "longer  w"]
+    assert text_table(TABLE, rule=True).splitlines()[1] == "------------  --  ---------"
+    with pytest.raises(ValueError, match="2 cells for 3 columns"):
+        Table("bad", TABLE.columns, [["a", "b"]])

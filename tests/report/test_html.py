@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_judge import Pipeline, Report, Sample
-from rag_judge.report.charts import RANGE, RUBRIC, UNIT, bin_scores
 from rag_judge.report.html import (
     k_families,
     render_html,
@@ -23,6 +22,7 @@ from rag_judge.report.html import (
     svg_histogram,
     write_html,
 )
+from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, bin_scores
 from rag_judge.report.model import (
     Failure,
     FailureKind,
@@ -210,7 +210,9 @@ def test_twins_are_found_by_normalises_not_by_name() -> None:
 
 
 def test_the_interval_level_comes_from_the_report() -> None:
-    report = _report().model_copy(update={"config": {"bootstrap": {"confidence": 0.9}}})
+    # the level stored in the report, which its config no longer decides
+    stored = {"confidence": 0.9, "config": {"bootstrap": {"confidence": 0.8}}}
+    report = _report().model_copy(update=stored)
     assert "<th class=num>90% CI</th>" in render_html(report)
 
 

@@ -79,9 +79,9 @@ def _md_rows(md: str, title: str) -> dict[str, list[str]]:
 
 ESTIMATE = [
     "12", "22", "3.200 [2.900, 3.500]", "4.500 [3.900, 5.000]", "4.250 [3.800, 4.700]",
-    "0.620", "2.50×", "0.410 → 0.450 [0.300, 0.600] (pass ≥ 4)",
+    "0.620", "2.50", "0.450 [0.300, 0.600]",
 ]  # fmt: skip
-UNDEFINED = ["1", "6", "– –", "– –", "– –", "–", "–", "–"]  # one label: nothing is defined
+UNDEFINED = ["1", "6", "–", "–", "–", "–", "–", "–"]  # one label: nothing is defined
 
 
 def test_the_estimates_section() -> None:
@@ -91,8 +91,10 @@ def test_the_estimates_section() -> None:
     assert _md_rows(md, "Bias-corrected judge estimates") == _html_rows(page, "estimates")
     for text in (page, md):  # why the raw mean is not the answer
         assert "a biased judge stays biased" in text and "interval is valid" in text
-    assert "<th class=num>PPI mean [95%]</th>" in page
-    assert "| metric | labelled | unlabelled | judge mean [95%] |" in md
+    assert "<th class=num>PPI mean [95% CI]</th>" in page
+    assert "| metric | labelled | unlabelled | judge mean [95% CI] |" in md
+    for text in (page, md):  # the pass rate's threshold, in the legend under the table
+        assert "pass rate (a score ≥ 4) corrected by Rogan–Gladen" in text
 
 
 def test_the_jury_section_escapes_the_judges_names() -> None:
@@ -111,17 +113,18 @@ def test_the_jury_section_escapes_the_judges_names() -> None:
 def test_the_audit_section() -> None:
     report = _filled()
     page, md = render_html(report), render_markdown(report)
-    faith = [
-        "34", "+0.310 [0.100, 0.500]", "3–20w: 3.10 · 21–40w: 4.00", "5 (82%) collapsed", "2.9%",
-        "yes: judge gpt-4o | generator gpt-4o\nmini",
-    ]  # fmt: skip
-    correct = ["7", "– –", "–", "3 (14%)", "–", "unknown"]
+    faith = ["34", "+0.310", "[0.100, 0.500]", "3.10 4.00", "5 (82%) COLLAPSED", "2.9%", "yes"]
+    correct = ["7", "–", "–", "–", "3 (14%)", "–", "unknown"]
     assert _html_rows(page, "audit") == {"faithfulness": faith, "correctness": correct}
     md_rows = _md_rows(md, "Judge audit")
-    assert md_rows["correctness"] == correct
-    # In Markdown the note's pipe is escaped and its line break flattened: one row, 7 cells.
-    assert md_rows["faithfulness"][-1] == "yes: judge gpt-4o | generator gpt-4o mini"
-    assert "| yes: judge gpt-4o \\| generator gpt-4o mini |" in md
+    assert md_rows == {"faithfulness": faith, "correctness": correct}
+    quartiles = "length quartiles (words): faithfulness: 3-20 (n 9), 21-40 (n 8)"
+    assert f"<p class=note>{quartiles}</p>" in page and f"- {quartiles}" in md
+    # The self-preference note is a line under the table: in Markdown one list item, its pipe
+    # escaped and its line break flattened; in the page, escaped as it is.
+    note = "self-preference: faithfulness: judge gpt-4o {} generator gpt-4o{}mini"
+    assert "\n- " + note.format("\\|", " ") + "\n" in md
+    assert "<p class=note>" + note.format("|", "\n") + "</p>" in page
     assert "position consistency" not in page  # not a pairwise run
 
 

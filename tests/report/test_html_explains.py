@@ -10,9 +10,6 @@ import pydantic
 import pytest
 
 from rag_judge import Report, Sample
-from rag_judge.report import html
-from rag_judge.report._assets import JS
-from rag_judge.report.charts import RUBRIC, UNIT, Scale, bin_scores, ci_bar
 from rag_judge.report.html import (
     column_groups,
     context_grades,
@@ -21,6 +18,9 @@ from rag_judge.report.html import (
     render_html,
     scale_of,
 )
+from rag_judge.report.html import page as html_page
+from rag_judge.report.html._assets import JS
+from rag_judge.report.html.charts import RUBRIC, UNIT, Scale, bin_scores, ci_bar
 from rag_judge.report.model import MetricKind, MetricSummary, SampleResult
 from tests.report.test_html import EVIL, _report, assert_one_script
 
@@ -117,7 +117,7 @@ def test_the_run_section_lists_library_versions(monkeypatch: pytest.MonkeyPatch)
     names = [name for name, _ in library_versions(_report())]
     assert names[:4] == ["rag-judge", "python", "numpy", "pydantic"]
     assert {"torch", "transformers", "sacrebleu", "rouge-score", "openai"} <= set(names)
-    monkeypatch.setattr(html, "_LIBRARIES", (*html._LIBRARIES, "no-such-dist-rag-judge"))
+    monkeypatch.setattr(html_page, "_LIBRARIES", (*html_page._LIBRARIES, "no-such-dist-rag-judge"))
     page = render_html(_report())
     assert f"<th scope=row>numpy</th><td>{numpy.__version__}</td>" in page
     assert f"<th scope=row>pydantic</th><td>{pydantic.VERSION}</td>" in page

@@ -9,8 +9,8 @@ import re
 
 from rag_judge import Report, Sample
 from rag_judge.data.sample import Context
-from rag_judge.report._sample_view import grounding_view
 from rag_judge.report.html import render_html
+from rag_judge.report.html._sample_view import grounding_view
 from rag_judge.report.markdown import render_markdown, summary_table
 from rag_judge.report.model import (
     ClaimJudgment,

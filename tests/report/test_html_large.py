@@ -13,9 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_judge import Report, Sample
-from rag_judge.report import _inline
-from rag_judge.report.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
-from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, render_html, write_html
+from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, _inline, render_html, write_html
+from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
 from rag_judge.report.model import Judgment, MetricKind, MetricSummary, SampleResult
 from tests.report.synthetic import big_report
 from tests.report.test_html import _chromium, _report, assert_one_script, needs_chromium

@@ -19,7 +19,7 @@ from rag_judge.cli import audit as audit_cli
 from rag_judge.cli.calibrate import render_markdown as calibrate_markdown
 from rag_judge.cli.compare import render_markdown as compare_markdown
 from rag_judge.data.sample import Sample
-from rag_judge.report._format import md_code, md_text
+from rag_judge.report.format import md_code, md_text
 from rag_judge.report.markdown import render_markdown
 from rag_judge.report.model import (
     Failure,
@@ -139,7 +139,8 @@ def test_report_md_renders_hostile_data_as_text() -> None:
     for sid in HOSTILE:
         assert " ".join(sid.splitlines()) in codes, sid
     items = sum(t.type == "list_item_open" for t in tokens)
-    assert items == 1 + len(HOSTILE)  # one warning, one error per sample
+    # one warning, one error per sample, and the audit's notes: self-preference, settings
+    assert items == 1 + len(HOSTILE) + 2
     text = " ".join(t.content for t in _walk(tokens) if t.type == "text")
     assert XSS in text and _flat(HOSTILE[0]) in text  # the warning, the note: as written
 

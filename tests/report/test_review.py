@@ -17,9 +17,8 @@ import pytest
 
 from rag_judge import Pipeline, Sample, load_config
 from rag_judge.analysis.calibration import calibrate, load_labels
-from rag_judge.report import _inline
-from rag_judge.report._review import review_data, review_json, uncertainty
-from rag_judge.report.html import render_html, write_html
+from rag_judge.report.html import _inline, render_html, write_html
+from rag_judge.report.html._review import review_data, review_json, uncertainty
 from rag_judge.report.markdown import render_markdown
 from rag_judge.report.model import Judgment, MetricKind, MetricSummary, Report, SampleResult
 from rag_judge.resources import resource_dir

@@ -6,7 +6,7 @@ from rag_judge import ExperimentConfig, JudgeEvaluator, Pipeline, RetrievalEvalu
 from rag_judge.cli.run import run_header
 from rag_judge.llm import ClientConfig
 from rag_judge.report.html import render_html
-from rag_judge.report.model import Report, Signature
+from rag_judge.report.model import JudgeName, Report, Signature
 from tests.evaluators import judge_sample
 
 SAMPLES = [judge_sample(i, relevance={f"d{i}": 1}) for i in (1, 2)]
@@ -53,7 +53,10 @@ def test_a_model_judged_run_has_no_stub_banner() -> None:
     report = _report()
     sig = report.signatures["faithfulness"]
     options = {**sig.options, "judge": "openai/gpt-4o-mini"}
-    report.signatures["faithfulness"] = sig.model_copy(update={"options": options})
+    model = (JudgeName(provider="openai", model="gpt-4o-mini"),)
+    report.signatures["faithfulness"] = sig.model_copy(
+        update={"options": options, "judged_by": model}
+    )
     assert report.stub_judged() == {}
     server = "http://127.0.0.1:9/v1"  # a local server needs no key; nothing is called
     model = JudgeEvaluator(
@@ -85,7 +88,11 @@ def test_a_jury_with_stub_judges_says_so() -> None:
     # One model on the jury is enough for the banner to say which rubrics a stub touched.
     sig = report.signatures["faithfulness"]
     jury = "jury[openai/gpt-4o-mini,stub/stub-fixed-2]"
+    jurors = (
+        JudgeName(provider="openai", model="gpt-4o-mini"),
+        JudgeName(provider="stub", model="stub-fixed-2", stub=True),
+    )
     report.signatures["faithfulness"] = sig.model_copy(
-        update={"options": {**sig.options, "judge": jury}}
+        update={"options": {**sig.options, "judge": jury}, "judged_by": jurors}
     )
     assert report.stub_judged() == {"a fixed score of 2": ["faithfulness"]}

@@ -59,6 +59,7 @@ class StubClient:
     """
 
     provider = "stub"
+    is_stub = True  # offline: its numbers measure nothing, and reports say so
     scores_labels = False
     supports_logprobs = False
     cancellable = True

@@ -22,7 +22,8 @@ most telling first, texts cut) and says which; summary, histograms and charts ar
 every sample either way. ``_jinja.py`` holds the template's environment and filters.
 
 What the run concluded about its judges (bias-corrected estimates, jury agreement, the audit)
-are tables of ``_judge_tables.py``, shared with report.md. The review mode (``_review.py``, its
+are the tables of ``report/judge_tables.py``, drawn by ``format.html_table`` as report.md and the
+terminal draw them. The review mode (``_review.py``, its
 script ``_review_js.py``) lets a person label the samples the page holds, the most uncertain
 verdicts first, and export the labels for ``calibrate``; its data is a JSON block the browser
 never runs, so the CSP still allows one script only.
@@ -42,16 +43,15 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from rag_judge.report._assets import CSS
-from rag_judge.report._assets import JS as TABLE_JS
-from rag_judge.report._format import ci_label
-from rag_judge.report._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
-from rag_judge.report._jinja import env, svg_macros
-from rag_judge.report._judge_tables import judge_tables
-from rag_judge.report._review import review_json, review_note, review_rubrics
-from rag_judge.report._review_js import REVIEW_CSS, REVIEW_JS
-from rag_judge.report._sample_view import column_groups, context_grades, is_twin, not_retrieved
-from rag_judge.report.charts import (
+from rag_judge.report.format import ci_label
+from rag_judge.report.html._assets import CSS
+from rag_judge.report.html._assets import JS as TABLE_JS
+from rag_judge.report.html._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
+from rag_judge.report.html._jinja import env, svg_macros
+from rag_judge.report.html._review import review_json, review_note, review_rubrics
+from rag_judge.report.html._review_js import REVIEW_CSS, REVIEW_JS
+from rag_judge.report.html._sample_view import column_groups, context_grades, is_twin, not_retrieved
+from rag_judge.report.html.charts import (
     Bins,
     CiBar,
     Histogram,
@@ -61,6 +61,7 @@ from rag_judge.report.charts import (
     histogram,
     k_chart,
 )
+from rag_judge.report.judge_tables import judge_tables
 from rag_judge.report.model import MetricKind, MetricSummary, Report
 
 __all__ = [

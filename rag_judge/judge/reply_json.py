@@ -1,11 +1,10 @@
-"""JSON inside a judge's reply, whatever the reply is asked for (a rubric score, a pairwise
-winner, claims): fenced blocks, balanced ``{...}`` (braces inside strings skipped), the object
-a reply cut off at ``max_tokens`` left open, near-JSON repaired (single quotes, trailing
-commas), and whether a value conforms to the subset of JSON Schema the judge's schemas use.
+"""JSON inside a judge's reply, whatever the reply was asked for: a rubric score, a pairwise
+winner, claims.
 
-Apart from ``verdicts.py`` because none of it knows what a score is; ``verdicts.py`` re-exports
-the public names (``FENCE``, ``braced``, ``lenient_loads``), which is where callers import
-them from.
+It finds fenced blocks and balanced ``{...}`` (braces inside strings skipped). It closes the
+object a reply cut off at ``max_tokens`` left open. It repairs near-JSON (single quotes,
+trailing commas). ``schema_valid`` tells whether a whole reply is JSON that a schema accepts,
+for the subset of JSON Schema the judge's schemas use. None of it knows what a score is.
 """
 
 from __future__ import annotations
@@ -15,6 +14,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+__all__ = [
+    "FENCE",
+    "JSON_START",
+    "Cut",
+    "braced",
+    "conforms",
+    "lenient_loads",
+    "scan",
+    "schema_valid",
+]
 
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
@@ -74,6 +84,8 @@ def braced(text: str) -> list[tuple[str, int]]:
 
 
 def lenient_loads(chunk: str) -> Any:
+    """The object ``chunk`` holds, read as JSON or as repaired near-JSON; None when it is no
+    ``{...}`` or cannot be read."""
     chunk = chunk.strip()
     if not chunk.startswith("{"):
         return None
@@ -125,6 +137,16 @@ def conforms(value: Any, schema: Mapping[str, Any]) -> bool:
             return False
         return all(conforms(value[k], sub) for k, sub in properties.items() if k in value)
     return True
+
+
+def schema_valid(text: str, schema: Mapping[str, Any]) -> bool:
+    """Whether the whole of ``text`` is JSON that ``schema`` accepts: a reply that needed
+    none of the lenient reading. The schema is read as ``conforms`` reads it."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return conforms(value, schema)
 
 
 def _same(value: Any, option: Any) -> bool:

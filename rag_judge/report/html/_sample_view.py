@@ -6,7 +6,7 @@ A sample with a grounding judgment shows its answer cut into pieces at the claim
 found in it (:func:`grounding_view`), each claim marked with its verdict, and its failures apart
 from the metrics that do not apply to it (:func:`failures`).
 
-Plain values computed from the Report, kept apart from the page's assembly (``html.py``) because
+Plain values computed from the Report, kept apart from the page's assembly (``page.py``) because
 the template's environment (``_jinja.py``) and the selection of the samples a large page holds
 (``_inline.py``) use them too.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_judge.data.sample import Context, Sample
-from rag_judge.report.charts import Scale
+from rag_judge.report.html.charts import Scale
 from rag_judge.report.model import (
     CLAIM_VERDICTS,
     GROUNDING,

@@ -1,16 +1,27 @@
-"""Numbers as text, one way for every renderer (report.md, report.html, the terminal tables,
-``compare`` and ``calibrate``): a value that is missing, NaN or infinite is :data:`MISSING`."""
+"""Numbers and tables as text, one way for every renderer (report.md, report.html, the terminal
+tables of ``run``, ``compare``, ``calibrate``, ``audit`` and ``pairwise``).
+
+A value that is missing, NaN or infinite is :data:`MISSING`. An analysis builds one
+:class:`Table` of formatted cells; :func:`text_table`, :func:`markdown_table` and
+:func:`html_table` draw that same table for a terminal, a Markdown file and the HTML page.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Container, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from markupsafe import escape
 
 __all__ = [
     "MISSING",
+    "Column",
+    "Table",
     "amount",
     "ci_label",
+    "html_table",
     "interval",
     "markdown_table",
     "md_code",
@@ -72,28 +83,6 @@ def ci_label(confidence: float) -> str:
     return f"{confidence:.0%} CI"
 
 
-def text_table(rows: Sequence[Sequence[str]], left: Container[int] = (0,)) -> str:
-    """``rows`` (the heading first) as columns two spaces apart, for a terminal: the columns in
-    ``left`` aligned left (words), the others right (numbers); no trailing spaces."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(
-            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ).rstrip()
-        for row in rows
-    )
-
-
-def markdown_table(
-    head: Sequence[str], rows: Sequence[Sequence[str]], left: Container[int] = (0,)
-) -> str:
-    """A Markdown table: the columns in ``left`` aligned left, the others right. The cells are
-    written as given (a caller escapes what needs it)."""
-    align = "|" + "".join("---|" if i in left else "---:|" for i in range(len(head)))
-    lines = ["| " + " | ".join(head) + " |", align]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 # What starts an inline construct anywhere in a line: escape, code, emphasis, raw HTML or
 # autolink ("<"; a ">" alone is text), entity, table cell, strikethrough, math ($, on GitHub),
 # and a link or image: its "]" before "(" or "[" (a bare "[x]" links only to a definition,
@@ -142,3 +131,101 @@ def md_code(text: str, *, in_table: bool = False) -> str:
     if in_table:
         line = line.replace("|", "\\|")
     return f"{fence}{pad}{line}{pad}{fence}"
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+ColumnKind = Literal["text", "number"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column's heading and what its cells hold. Text (names, words, data) is aligned left;
+    numbers, formatted by this module, are aligned right."""
+
+    name: str
+    kind: ColumnKind = "number"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One analysis's result as rows of formatted cells (pydantic_evals' ``TableResult``).
+    ``notes`` are lines said under the rows: what a column means, how it was computed.
+    ``title`` and ``anchor`` name the table where a page has headings and links."""
+
+    title: str
+    columns: list[Column]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    anchor: str = ""
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"{self.title}: {len(row)} cells for {len(self.columns)} columns")
+
+    @property
+    def headed(self) -> bool:
+        """Whether the table has a heading row: a table of keys and values has none."""
+        return any(c.name for c in self.columns)
+
+
+def text_table(table: Table, *, rule: bool = False) -> str:
+    """``table`` for a terminal: the heading row (if any), a dashed rule under it when asked,
+    the rows, then the notes, a line each. Columns are two spaces apart, text left and numbers
+    right. A cell is one line: its runs of whitespace become one space. No line ends in spaces."""
+    rows = [[" ".join(cell.split()) for cell in row] for row in table.rows]
+    if table.headed:
+        rows.insert(0, [c.name for c in table.columns])
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(len(table.columns))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if col.kind == "text" else c.rjust(w)
+            for c, w, col in zip(row, widths, table.columns)
+        ).rstrip()
+        for row in rows
+    ]
+    if rule and table.headed:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join([*lines, *table.notes])
+
+
+def markdown_table(table: Table) -> str:
+    """``table`` as a GitHub Markdown table, then its notes as a list. Text cells and notes are
+    written through :func:`md_text`. A number cell is written as formatted, on one line, with
+    its ``|`` escaped. The headings are the analysis's own words, written as they are."""
+    cols = table.columns
+    lines = [
+        "| " + " | ".join(c.name for c in cols) + " |",
+        "|" + "".join("---|" if c.kind == "text" else "---:|" for c in cols),
+    ]
+    for row in table.rows:
+        cells = [
+            md_text(v) if c.kind == "text" else _one_line(v).replace("|", "\\|")
+            for c, v in zip(cols, row)
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if table.notes:
+        lines += ["", *(f"- {md_text(note)}" for note in table.notes)]
+    return "\n".join(lines)
+
+
+def html_table(table: Table) -> str:
+    """``table`` for the HTML page: a ``<table class=summary>`` whose first column's cells are
+    row headings and whose numbers sit in ``class=num`` cells, then each note as a paragraph.
+    Every heading, cell and note is escaped. A cell is one line, as the page's rows are."""
+
+    def opening(tag: str, column: Column) -> str:
+        return f"<{tag} class=num>" if column.kind == "number" else f"<{tag}>"
+
+    head = "".join(f"{opening('th', c)}{escape(c.name)}</th>" for c in table.columns)
+    body = ""
+    for row in table.rows:
+        first, *rest = (escape(_one_line(cell)) for cell in row)
+        cells = [f"<th scope=row>{first}</th>"]
+        cells += [f"{opening('td', c)}{v}</td>" for c, v in zip(table.columns[1:], rest)]
+        body += f"<tr>{''.join(cells)}</tr>\n"
+    notes = "".join(f"<p class=note>{escape(note)}</p>" for note in table.notes)
+    return (
+        f"<table class=summary><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>{notes}"
+    )

@@ -1,6 +1,6 @@
 """A jury of judges: how its settings are checked, how its jurors' verdicts on one sample and
-rubric become one, and how its signature reads. Pure functions; running a jury is
-``rag_judge.evaluators._jury_run``.
+rubric become one, and how its signature reads. Pure functions; running a jury (and a single
+judge, a panel of one) is ``rag_judge.judge.panel``.
 
 Several judges of different families average out one model's quirks (its self-preference,
 its leniency) and their disagreement is a per-sample uncertainty signal: the jury's judgment
@@ -15,17 +15,19 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, get_args
 
-from rag_judge.errors import ConfigError, format_loc
-from rag_judge.llm import ClientConfig, LLMClient
-from rag_judge.llm.providers import check_client
-from rag_judge.report.model import Failure, FailureKind, Judgment, Signature
+from rag_judge.judge.judging import Verdict
+from rag_judge.judge.settings import Judge, check_config
+from rag_judge.llm import ClientConfig
+from rag_judge.report.model import Failure, FailureKind, JudgeName, Judgment, Signature
 
 __all__ = [
     "AGGREGATIONS",
     "Aggregation",
     "FailurePolicy",
+    "Jury",
     "aggregate",
     "check_jurors",
     "default_quorum",
@@ -120,25 +122,22 @@ def jury_problem(
 
 
 def check_jurors(judges: Sequence[ClientConfig]) -> None:
-    """Each juror's client config, as ``check_judge_client`` checks one (an API key in the
+    """Each juror's client config, as a single judge's is checked (an API key in the
     environment; nothing is called); a ConfigError's ``loc`` names the juror's option:
     ``judges[1].api_key_env``."""
     for k, config in enumerate(judges):
-        try:
-            check_client(config)
-        except ConfigError as exc:
-            loc = ("judges", k, *exc.loc)
-            raise ConfigError(f"{format_loc(loc)}: {exc}", loc=loc) from None
+        check_config(config, ("judges", k))
 
 
-def juror_names(clients: Sequence[LLMClient]) -> list[str]:
-    """Each juror's ``provider/model``; a name seen before gets ``#2``, ``#3``... so that every
-    juror has its own column in the agreement."""
-    names: list[str] = []
-    for client in clients:
-        name = f"{client.provider}/{client.model}"
-        repeats = sum(n == name or n.startswith(name + "#") for n in names)
-        names.append(f"{name}#{repeats + 1}" if repeats else name)
+def juror_names(judges: Sequence[JudgeName]) -> list[JudgeName]:
+    """Each juror's name; a name seen before gets ``#2``, ``#3``... on its model, so that
+    every juror has its own column in the agreement."""
+    names: list[JudgeName] = []
+    for name in judges:
+        repeats = sum(n.text == name.text or n.text.startswith(name.text + "#") for n in names)
+        if repeats:
+            name = name.model_copy(update={"model": f"{name.model}#{repeats + 1}"})
+        names.append(name)
     return names
 
 
@@ -185,7 +184,7 @@ def jury_verdict(
 
 def jury_signatures(
     jurors: Sequence[dict[str, Signature]],
-    names: Sequence[str],
+    names: Sequence[JudgeName],
     how: Aggregation,
     quorum: int,
     policy: FailurePolicy,
@@ -195,12 +194,12 @@ def jury_signatures(
     jurors' values joined by ``+`` in their order when they differ, then ``agg`` (a
     per-context rubric: ``mean-over-contexts,<aggregation>``: contexts first, then judges),
     ``quorum`` and ``on_fail``."""
-    out = {}
+    out: dict[str, Signature] = {}
     for metric, first in jurors[0].items():
         modes = [signatures[metric].options.get("scoring", "") for signatures in jurors]
         agg = first.options.get("agg")
         options = {k: v for k, v in first.options.items() if k not in ("agg", "scale", "version")}
-        options["judge"] = f"jury[{','.join(names)}]"
+        options["judge"] = f"jury[{','.join(n.text for n in names)}]"
         options["scoring"] = modes[0] if len(set(modes)) == 1 else "+".join(modes)
         if "n" in options:  # as each juror's server honoured it (n:3+3→1)
             ns = [signatures[metric].options.get("n", "") for signatures in jurors]
@@ -208,6 +207,43 @@ def jury_signatures(
         options["agg"] = f"{agg},{how}" if agg else how
         options["quorum"] = str(quorum)
         options["on_fail"] = policy
-        tail = {k: first.options[k] for k in ("scale", "version") if k in first.options}
-        out[metric] = first.model_copy(update={"options": {**options, **tail}})
+        tail: dict[str, str] = {
+            k: first.options[k] for k in ("scale", "version") if k in first.options
+        }
+        merged: dict[str, str] = {**options, **tail}
+        out[metric] = first.model_copy(update={"options": merged, "judged_by": tuple(names)})
     return out
+
+
+@dataclass(frozen=True)
+class Jury:
+    """How a jury's verdicts become one: ``judges`` (2 or more), the ``aggregation`` of the
+    scored verdicts, the ``quorum`` that must score, and what a juror's failure does."""
+
+    judges: tuple[Judge, ...]
+    aggregation: Aggregation = "mean"
+    quorum: int = 2
+    on_failure: FailurePolicy = "drop"
+
+    def reduce(
+        self, names: Sequence[JudgeName], per_juror: Sequence[Sequence[Verdict]]
+    ) -> list[Verdict]:
+        """One verdict per sample and rubric from each juror's (in the same order)."""
+        out = []
+        for found in zip(*per_juror, strict=True):
+            first = found[0]
+            verdicts = [
+                (v.judgment or Judgment(score=None)).model_copy(update={"judge": who.text})
+                for v, who in zip(found, names, strict=True)
+            ]
+            failures = [v.failure for v in found]
+            entry, failure = jury_verdict(
+                verdicts, failures, self.aggregation, self.quorum, self.on_failure
+            )
+            out.append(Verdict(first.index, first.rubric, entry, failure))
+        return out
+
+    def signatures(
+        self, names: Sequence[JudgeName], jurors: Sequence[dict[str, Signature]]
+    ) -> dict[str, Signature]:
+        return jury_signatures(jurors, names, self.aggregation, self.quorum, self.on_failure)

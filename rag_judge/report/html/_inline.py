@@ -5,7 +5,7 @@ past that, at most :data:`INLINE_ROWS` samples within the same budget, the most 
 seeded random draw of the rest), their long texts cut, and a banner saying how many of each the
 page shows and where the rest is.
 
-Kept apart from the page's assembly (``html.py``) because it is its own policy: a budget, a
+Kept apart from the page's assembly (``page.py``) because it is its own policy: a budget, a
 ranking and a truncation that the page only places.
 """
 
@@ -20,10 +20,10 @@ import numpy as np
 import numpy.typing as npt
 from markupsafe import Markup
 
-from rag_judge.report._format import short
-from rag_judge.report._jinja import sample_macros
-from rag_judge.report._sample_view import is_twin, not_retrieved, table_row
-from rag_judge.report.charts import Scale
+from rag_judge.report.format import short
+from rag_judge.report.html._jinja import sample_macros
+from rag_judge.report.html._sample_view import is_twin, not_retrieved, table_row
+from rag_judge.report.html.charts import Scale
 from rag_judge.report.model import (
     Failure,
     FailureKind,

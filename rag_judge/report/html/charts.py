@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rag_judge.report._format import short
+from rag_judge.report.format import short
 from rag_judge.report.model import MetricSummary
 
 __all__ = [

@@ -2,7 +2,7 @@
 undefined names an error, and the filters and globals the templates call; plus the SVG and
 sample macros as Python callables.
 
-One cached environment, shared by the page's assembly (``html.py``) and the selection of the
+One cached environment, shared by the page's assembly (``page.py``) and the selection of the
 samples a large page holds (``_inline.py``), which renders each sample's row and details on
 its own to count the page's bytes as it goes.
 """
@@ -16,8 +16,8 @@ from typing import Any
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup, escape
 
-from rag_judge.report._format import MISSING, amount, interval, num, short
-from rag_judge.report._sample_view import (
+from rag_judge.report.format import MISSING, Table, amount, html_table, interval, num, short
+from rag_judge.report.html._sample_view import (
     UNJUDGED,
     context_grades,
     failures,
@@ -25,7 +25,7 @@ from rag_judge.report._sample_view import (
     judgment_state,
     not_retrieved,
 )
-from rag_judge.report._templates import PAGE, SAMPLES, SVG
+from rag_judge.report.html._templates import PAGE, SAMPLES, SVG
 from rag_judge.report.model import Judgment, Signature
 
 __all__ = ["env", "sample_macros", "svg_macros"]
@@ -54,6 +54,7 @@ def env() -> Environment:
         break_after=_break_after,
         signature=_signature,
         extras=_extras,
+        table=_table,
     )
     environment.globals.update(
         missing=MISSING,
@@ -94,6 +95,11 @@ def _signature(sig: Signature) -> Markup:
     """The rendered signature with a line-break opportunity after each ``|``, nested ones too."""
     parts = [sig.name, *(f"{k}:{v}" for d in (sig.options, sig.run) for k, v in d.items())]
     return Markup("|<wbr>").join(_break_after(p, "|") for p in parts)
+
+
+def _table(table: Table) -> Markup:
+    # html_table escapes every heading, cell and note itself
+    return Markup(html_table(table))
 
 
 def _extras(j: Judgment) -> str:

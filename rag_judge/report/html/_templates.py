@@ -2,7 +2,7 @@
 one sample's table row and details (``_inline.py`` renders those per sample, to count the page's
 bytes as it goes; ``cut`` carries what a page too large for every sample left out of one).
 
-All are rendered with autoescaping on (``html.py``): every value from the report or the
+All are rendered with autoescaping on (``page.py``): every value from the report or the
 dataset is escaped unless it is already markup (the SVGs, the CSS and the script). Table rows
 stay on one line each; the page's tests and its sorting script read them that way.
 """
@@ -197,13 +197,7 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 {% endif %}
 </section>
 {% for t in judge_tables %}
-<section id={{ t.anchor }}><h2>{{ t.title }}</h2><p class=note>{{ t.note }}</p>\
-{% set cols = t.aligned() %}<table class=summary><thead><tr>{% for h, n in cols %}\
-<th{{ " class=num"|safe if n }}>{{ h }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in t.rows %}<tr>{% for c in row %}{% if loop.first %}<th scope=row>{{ c }}</th>\
-{% else %}<td{{ " class=num"|safe if cols[loop.index0][1] }}>{{ c }}</td>{% endif %}\
-{% endfor %}</tr>
-{% endfor %}</tbody></table></section>
+<section id={{ t.anchor }}><h2>{{ t.title }}</h2>{{ t|table }}</section>
 {% endfor %}
 {% if review %}<section id=review><h2>Review</h2><p class=note>Label the judge's verdicts \
 yourself, one sample at a time: keys 1–5 label, 0 clears, n or → next, b or ← back. The queue \

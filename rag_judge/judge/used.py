@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rag_judge.evaluators.base import EvaluatorResult
+from rag_judge.judge.judging import Verdict, leaves
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.judge.verdicts import Scoring
-from rag_judge.report.model import Judgment, Signature
 
-__all__ = ["NORM", "Used"]
+__all__ = ["Used"]
 
-log = logging.getLogger("rag_judge.evaluators.judge")
-NORM = "_norm"  # a rubric's [0, 1] twin: faithfulness -> faithfulness_norm
+log = logging.getLogger("rag_judge.evaluators.judge")  # the name users filter on
 
 
 @dataclass
@@ -56,26 +54,30 @@ class Used:
         self.n = n
         self.counts = {r.name: _Tally() for r in self.rubrics}
 
-    def add(self, result: EvaluatorResult) -> None:
+    def add(self, found: Iterable[Verdict]) -> None:
+        """A chunk's verdicts."""
+        by_rubric: dict[str, list[Verdict]] = {}
+        for verdict in found:
+            by_rubric.setdefault(verdict.rubric.name, []).append(verdict)
         for name, tally in self.counts.items():
-            leaves = _leaves(result, name)
-            scored = [j for j in leaves if j.score is not None]
-            tally.leaves += len(leaves)
+            judged = leaves(by_rubric.get(name, ()))
+            scored = [j for j in judged if j.score is not None]
+            tally.leaves += len(judged)
             tally.scored += len(scored)
             tally.logprobs_missing += sum(bool(j.logprobs_missing) for j in scored)
-            tally.short += sum(j.choices_received is not None for j in leaves)
+            tally.short += sum(j.choices_received is not None for j in judged)
             tally.received.update(j.choices_received or self.n for j in scored)
-            formatted = [j for j in leaves if j.structured_output]
+            formatted = [j for j in judged if j.structured_output]
             tally.with_format += len(formatted)
             tally.format_ignored += sum(
                 j.schema_valid is False and j.finish_reason != "length" for j in formatted
             )
 
-    def signatures(self, signatures: dict[str, Signature]) -> dict[str, Signature]:
-        """``signatures`` with each rubric's saying how its scores were computed (``scoring``,
-        and ``n`` as the server honoured it); warns once about features the server ignored
-        (logprobs, ``n``, ``response_format``)."""
-        out = dict(signatures)
+    def updates(self) -> dict[str, dict[str, str]]:
+        """Per rubric, the signature options that say how its scores were actually computed
+        (``scoring``, and ``n`` as the server honoured it); warns once about features the
+        server ignored (logprobs, ``n``, ``response_format``)."""
+        out: dict[str, dict[str, str]] = {}
         fell_back: list[str] = []
         short: list[str] = []
         unformatted: list[str] = []
@@ -91,10 +93,7 @@ class Used:
                 fell_back.append(f"{name} {t.logprobs_missing} of {t.scored} (scoring:{used})")
                 update["scoring"] = used
             if update:
-                for metric in (name, name + NORM):
-                    sig = out[metric]
-                    options = {**sig.options, **update}
-                    out[metric] = sig.model_copy(update={"options": options})
+                out[name] = update
         if fell_back:
             log.warning(
                 "logprobs were asked for, but the judge's server sent none usable with these "
@@ -119,13 +118,3 @@ class Used:
                 ", ".join(unformatted),
             )
         return out
-
-
-def _leaves(result: EvaluatorResult, rubric: str) -> list[Judgment]:
-    """Every judgment of ``rubric`` in ``result``, per-context ones one by one."""
-    out: list[Judgment] = []
-    for judged in result.judgments or []:
-        entry = judged.get(rubric)
-        if entry is not None:
-            out.extend(entry.contexts if entry.contexts is not None else [entry])
-    return out

@@ -10,7 +10,7 @@ counts against them, all in Python loops. Here, for the same segments:
   ``Tokenizer13a`` makes it (a test checks this against sacrebleu). Other tokenizers are
   sacrebleu's own objects, called per segment;
 * n-gram counts, the reference maximum and the clipping are integer array operations
-  (:mod:`rag_judge.metrics._ngrams`), and the closest reference length is sacrebleu's rule
+  (:mod:`rag_judge.metrics.ngrams`), and the closest reference length is sacrebleu's rule
   (smallest length difference, then the shorter reference) as one sort key.
 
 Rows are ``[sys_len, ref_len, correct_1..N, total_1..N]``, sacrebleu's layout.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.metrics import _ngrams
+from rag_judge.metrics import ngrams
 
 __all__ = ["bleu_rows", "tokenize_segments"]
 
@@ -83,25 +83,23 @@ def bleu_rows(
     n_hyp = len(hypotheses)
     per_pair = np.fromiter(map(len, references), np.int64, n_hyp)
     segments = [*hypotheses, *(r for refs in references for r in refs)]
-    table = _ngrams.encode(tokenize_segments(tokenizer, segments, lowercase))
+    table = ngrams.encode(tokenize_segments(tokenizer, segments, lowercase))
     hyp_len, ref_lens = table.lengths[:n_hyp], table.lengths[n_hyp:]
     ref_pair = np.repeat(np.arange(n_hyp, dtype=np.int64), per_pair)
     rows = np.zeros((n_hyp, 2 + 2 * max_order), dtype=np.int64)
     rows[:, 0] = hyp_len
     rows[:, 1] = _closest_ref_len(hyp_len, ref_lens, ref_pair, per_pair)
     pairs = np.arange(n_hyp, dtype=np.int64)
-    for n, (text, grams) in enumerate(_ngrams.ngram_ids(table, max_order), start=1):
+    for n, (text, grams) in enumerate(ngrams.ngram_ids(table, max_order), start=1):
         width = int(grams.max()) + 1 if len(grams) else 1
         is_hyp = text < n_hyp
-        hyp = _ngrams.GramCounts.of(text[is_hyp], grams[is_hyp], n_hyp, width)
-        each_ref = _ngrams.GramCounts.of(
-            text[~is_hyp] - n_hyp, grams[~is_hyp], len(ref_lens), width
-        )
+        hyp = ngrams.GramCounts.of(text[is_hyp], grams[is_hyp], n_hyp, width)
+        each_ref = ngrams.GramCounts.of(text[~is_hyp] - n_hyp, grams[~is_hyp], len(ref_lens), width)
         # the references' counts merged by maximum, per pair (as _extract_reference_info)
-        merged = _ngrams.GramCounts.of(
+        merged = ngrams.GramCounts.of(
             ref_pair[each_ref.rows()], each_ref.grams(), n_hyp, width, counts=each_ref.counts
         )
-        rows[:, 1 + n] = _ngrams.clipped_matches(hyp, pairs, merged, pairs)
+        rows[:, 1 + n] = ngrams.clipped_matches(hyp, pairs, merged, pairs)
         rows[:, 1 + max_order + n] = np.maximum(hyp_len - n + 1, 0)
     return rows
 

@@ -6,7 +6,7 @@ scipy, sklearn and pandas (+170 MB, ~2 s per process); here nltk is imported onl
 Porter stemmer. Every score comes from the same integer counts and the same float operations in
 the same order, so the numbers are bit for bit rouge-score's. What differs is speed: a batch
 of pairs is scored at once. Each text is tokenized once; n-gram overlaps are counted over
-integer ids for the whole batch (:mod:`rag_judge.metrics._ngrams`); LCS lengths come from
+integer ids for the whole batch (:mod:`rag_judge.metrics.ngrams`); LCS lengths come from
 rapidfuzz's bit-parallel ``LCSseq`` in C++; rougeLsum's union of LCSs, which depends on the
 LCS rouge-score's backtracking picks, computes LCS tables a column at a time as bit vectors
 (Hyyrö 2004) and backtracks as rouge-score does.
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.metrics import _ngrams
+from rag_judge.metrics import ngrams
 
 __all__ = [
     "FOLLOWS",
@@ -231,7 +231,7 @@ _CODE_POINTS = 0x110000 - 0x800  # ids a str can hold as one code point each (no
 
 
 def _lcs_lengths(
-    table: _ngrams.Tokens, left: NDArray[np.int64], right: NDArray[np.int64]
+    table: ngrams.Tokens, left: NDArray[np.int64], right: NDArray[np.int64]
 ) -> NDArray[np.int64]:
     """LCS length of texts ``left[k]`` and ``right[k]`` of ``table``, for every k, through
     rapidfuzz's bit-parallel LCSseq on token ids written as one code point each (its fastest
@@ -311,7 +311,7 @@ class RougeScorer:
         out: dict[str, ScoreArrays] = {}
         for rtype in self.rouge_types:
             scores = per_pair[rtype]
-            best = _ngrams.best_of_groups(scores.fmeasure, group)
+            best = ngrams.best_of_groups(scores.fmeasure, group)
             out[rtype] = ScoreArrays(*(a[best] for a in scores))
         return out
 
@@ -327,14 +327,14 @@ def _pair_scores(
     """Each type's scores of every (prediction, target) pair."""
     out: dict[str, ScoreArrays] = {}
     orders = sorted({int(t[5:]) for t in types if _TYPE.match(t)})
-    table = _ngrams.encode(whole)  # shared by ROUGE-N and rougeL
+    table = ngrams.encode(whole)  # shared by ROUGE-N and rougeL
     if orders:
-        for n, (rows, grams) in enumerate(_ngrams.ngram_ids(table, orders[-1]), start=1):
+        for n, (rows, grams) in enumerate(ngrams.ngram_ids(table, orders[-1]), start=1):
             if n not in orders:
                 continue
             width = int(grams.max()) + 1 if len(grams) else 1
-            counts = _ngrams.GramCounts.of(rows, grams, len(texts), width)
-            hits = _ngrams.clipped_matches(counts, target, counts, pred)
+            counts = ngrams.GramCounts.of(rows, grams, len(texts), width)
+            hits = ngrams.clipped_matches(counts, target, counts, pred)
             totals = np.maximum(table.lengths - n + 1, 0)
             out[f"rouge{n}"] = _ratios(
                 hits, np.maximum(totals[pred], 1), np.maximum(totals[target], 1)
@@ -364,7 +364,7 @@ def _summary_scores(
     if single:
         left = [sents[i][0] for i in pred[single].tolist()]
         right = [sents[j][0] for j in target[single].tolist()]
-        table = _ngrams.encode(left + right)
+        table = ngrams.encode(left + right)
         first, second = np.arange(len(left)), np.arange(len(left), 2 * len(left))
         lcs = _lcs_lengths(table, first, second)
         scores = _ratios(lcs, table.lengths[first], table.lengths[second])

@@ -1,0 +1,40 @@
+"""The checks of a config's metric names that need the evaluators prepared.
+
+A judge's metric names are its rubrics' names, and a rubric file must be read to know them.
+Validation reads no file, so these checks run when the pipeline prepares the evaluators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rag_judge.errors import ConfigError, format_loc
+from rag_judge.evaluators import Evaluator
+from rag_judge.evaluators.retrieval import check_relevance_from
+
+__all__ = ["check_metric_names"]
+
+
+def check_metric_names(evaluators: Sequence[Evaluator]) -> None:
+    """A ConfigError unless every metric comes from one evaluator, and every
+    ``relevance_from`` names a rubric that a judge evaluator scores.
+
+    The error's ``loc`` names the evaluator, as ``("evaluators", 2)``. For a
+    ``relevance_from`` it is ``("evaluators",)``, and the message names the evaluator.
+    """
+    seen: dict[str, int] = {}
+    for i, evaluator in enumerate(evaluators):
+        for metric in evaluator.metric_names():
+            if metric in seen:
+                loc: tuple[int | str, ...] = ("evaluators", i)
+                raise ConfigError(
+                    f"{format_loc(loc)}: metric {metric!r} is produced by "
+                    f"evaluators[{seen[metric]}] and evaluators[{i}]; give one of them a "
+                    "different metric list",
+                    loc=loc,
+                )
+            seen[metric] = i
+    try:
+        check_relevance_from(evaluators)
+    except ValueError as exc:
+        raise ConfigError(str(exc), loc=("evaluators",)) from None
