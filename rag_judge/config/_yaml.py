@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rag_judge.config._models import BootstrapConfig, ExperimentConfig
+from rag_judge.data.yaml_file import line_of, read_yaml
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import EVALUATORS, Evaluator, evaluator_class
 from rag_judge.judge.settings import Judge
@@ -22,26 +23,7 @@ __all__ = ["where"]
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
-    if path.is_dir():  # else an IsADirectoryError (a traceback), or on Windows a PermissionError
-        found = sorted(p.name for p in path.glob("*.y*ml"))
-        inside = f" (it holds {', '.join(found)})" if found else ""
-        raise ConfigError(f"{path}: is a folder, not a YAML config file{inside}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except OSError as exc:  # unreadable: permissions, a device
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    data, root = read_yaml(path, "a YAML config file", "file not found")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a YAML mapping of keys to values")
     return data, root
@@ -62,7 +44,7 @@ def _describe(
             msg = _unknown_key(str(loc[-1]), _legal_keys(loc[:-1], raw), _elsewhere(loc))
         elif loc == ("evaluators",) and err["type"] == "too_short":
             msg = f"give at least one evaluator; valid types: {', '.join(EVALUATORS)}"
-        line = _line_of(root, loc, at_key=unknown)
+        line = line_of(root, loc, at_key=unknown)
         where = f"{path}:{line}" if line else str(path)
         key = format_loc(loc)
         problems.append(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
@@ -200,27 +182,3 @@ def _child_of(node: Any, part: int | str) -> Any:
     if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
         return node[part]
     return None
-
-
-def _line_of(
-    node: yaml.Node | None, loc: tuple[int | str, ...], *, at_key: bool = False
-) -> int | None:
-    """1-based line of the YAML node at ``loc``, or of its nearest existing parent; with
-    ``at_key``, of the last key itself rather than its value (an unknown key)."""
-    if node is None:
-        return None
-    line = node.start_mark.line + 1
-    for depth, part in enumerate(loc, start=1):
-        child = None
-        if isinstance(node, yaml.MappingNode):
-            keys = [(k, v) for k, v in node.value if k.value == part]
-            if keys:
-                child = keys[0][0] if at_key and depth == len(loc) else keys[0][1]
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            child = node.value[part]
-        if child is None:
-            break
-        node, line = child, child.start_mark.line + 1
-    return line

@@ -18,6 +18,7 @@ from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_judge.data.sample import Sample
+from rag_judge.data.yaml_file import child_node, line_of, read_yaml
 from rag_judge.errors import ConfigError
 from rag_judge.messages import describe_value, input_problems
 from rag_judge.resources import resource_dir
@@ -172,27 +173,16 @@ def load_rubrics(path: str | Path) -> list[Rubric]:
     ``file:line: rubric 'name': field 'key': message``, one line per problem.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: rubric file not found") from None
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or exc
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    data, root = read_yaml(path, "a rubric file", "rubric file not found")
     if data is None:
         raise ConfigError(f"{path}: the file is empty; a rubric file holds {_SHAPE}, or a list")
     if isinstance(data, dict) and set(data) == {"rubrics"}:
         data = data["rubrics"]
-        root = _child(root, "rubrics")
+        root = child_node(root, "rubrics")
     if not isinstance(data, list):
         return [_from_mapping(data, str(path), path.parent, root, "")]
     return [
-        _from_mapping(item, str(path), path.parent, _child(root, i), f"[{i}]")
+        _from_mapping(item, str(path), path.parent, child_node(root, i), f"[{i}]")
         for i, item in enumerate(data)
     ]
 
@@ -229,32 +219,9 @@ def _from_mapping(
             raise ConfigError(lines[0] + "; ".join(map(str, problems))) from None
         out = []
         for p in problems:
-            line = _line_of(node, p.loc, at_key=p.at_key)
+            line = line_of(node, p.loc, at_key=p.at_key)
             out.append(f"{where}:{line}: {label}: {p}" if label else f"{where}:{line}: {p}")
         raise ConfigError("\n".join(out)) from None
-
-
-def _child(node: yaml.Node | None, part: int | str) -> yaml.Node | None:
-    """The value node under a mapping key or a list index, or None."""
-    if isinstance(node, yaml.MappingNode):
-        return next((v for k, v in node.value if str(k.value) == str(part)), None)
-    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-        return node.value[part]  # type: ignore[no-any-return]
-    return None
-
-
-def _line_of(node: yaml.Node, loc: tuple[int | str, ...], *, at_key: bool = False) -> int:
-    """1-based line of the YAML node at ``loc`` under ``node``, or of its nearest existing
-    parent; with ``at_key``, of the last key itself rather than its value."""
-    line = node.start_mark.line + 1
-    for depth, part in enumerate(loc, start=1):
-        child = _child(node, part)
-        if at_key and depth == len(loc) and isinstance(node, yaml.MappingNode):
-            child = next((k for k, _ in node.value if str(k.value) == str(part)), child)
-        if child is None:
-            break
-        node, line = child, child.start_mark.line + 1
-    return line
 
 
 RubricSpec = str | Mapping[str, Any] | Rubric

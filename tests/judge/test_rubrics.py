@@ -259,6 +259,22 @@ def test_unknown_and_duplicate_rubrics() -> None:
         resolve_rubrics(["nope.yaml"])
 
 
+def test_a_rubric_file_is_read_as_a_config_is(tmp_path: Path) -> None:
+    # One reader for both (data/yaml_file.py): a folder, bad bytes and bad YAML say where.
+    folder = tmp_path / "r.yaml"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match=r"r\.yaml: is a folder, not a rubric file"):
+        load_rubrics(folder)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"latin\.yaml: not UTF-8 text"):
+        load_rubrics(latin)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: a\ncriteria: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.yaml:3: invalid YAML"):
+        load_rubrics(broken)
+
+
 def test_user_template_file_and_inferred_inputs(tmp_path: Path) -> None:
     path = tmp_path / "Politeness.j2"
     path.write_text(
