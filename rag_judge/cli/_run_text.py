@@ -132,8 +132,8 @@ def run_header(config: ExperimentConfig) -> list[str]:
     signatures: dict[str, Signature] = {}
     stubbed: dict[str, list[str]] = {}
     for evaluator in config.evaluators:
-        for metric in evaluator.metric_names():
-            sig = signatures[metric] = evaluator.signature(metric)
+        for metric, sig in evaluator.signatures().items():
+            signatures[metric] = sig
             method = stub_method(sig)
             if method is None:
                 continue

@@ -157,6 +157,11 @@ class Evaluator(BaseModel, abc.ABC):
         }
         return Signature(name=metric, options={**options, "version": __version__})
 
+    def signatures(self) -> dict[str, Signature]:
+        """Every metric's signature, before any sample is scored (one call: a family that
+        builds its signatures together overrides this, and ``signature`` reads from it)."""
+        return {m: self.signature(m) for m in self.metric_names()}
+
     def missing(self, sample: Sample) -> list[str]:
         """What ``sample`` lacks for this evaluator (default: the fields in ``needs``)."""
         return missing_fields(sample, self.needs)
@@ -249,7 +254,7 @@ class EvaluatorRun:
 
     def signatures(self) -> dict[str, Signature]:
         """Every metric's signature as planned, before any sample is scored."""
-        return {m: self.evaluator.signature(m) for m in self.metric_names()}
+        return self.evaluator.signatures()
 
     def take(self, judgments: Mapping[str, Iterator[Judgment | None]]) -> None:
         """Another step's judgments, one per sample in order, of the metrics the evaluator

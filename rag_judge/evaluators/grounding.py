@@ -111,7 +111,10 @@ class GroundingEvaluator(Evaluator):
                         given="answered")  # fmt: skip
 
     def signature(self, metric: str) -> Signature:
-        return self._ask(None).signatures(self.metric_names())[metric]
+        return self.signatures()[metric]
+
+    def signatures(self) -> dict[str, Signature]:
+        return self._ask(None).signatures(self.metric_names())
 
     def wants_gpu(self) -> bool:
         return self.judge.client.provider == "local"

@@ -155,7 +155,10 @@ class JudgeEvaluator(Evaluator):
         return MetricInfo(kind=MetricKind.JUDGE, scale=(1.0, 5.0))
 
     def signature(self, metric: str) -> Signature:
-        return self._panel(None).signatures()[metric]
+        return self.signatures()[metric]
+
+    def signatures(self) -> dict[str, Signature]:
+        return self._panel(None).signatures()
 
     def wants_gpu(self) -> bool:
         return any(j.client.provider == "local" for j in self.panel_judges())
@@ -264,15 +267,17 @@ def _clients(client: Clients, judges: int) -> list[LLMClient | None]:
     """One client (or None: the configured one) per judge, in order."""
     if client is None:
         return [None] * judges
-    if isinstance(client, Sequence):
+    if not isinstance(client, Sequence):
         if judges == 1:
-            raise ValueError(
-                f"{len(client)} clients given to a single judge: a list of clients is for a "
-                "jury (judges), one per judge; pass one client"
-            )
-        if len(client) == judges:
-            return list(client)
-    if judges == 1 and not isinstance(client, Sequence):
-        return [client]
-    given = f"{len(client)} clients" if isinstance(client, Sequence) else "one client"
-    raise ValueError(f"a jury of {judges} judges takes one client per judge, in order; got {given}")
+            return [client]
+        raise ValueError(f"a jury of {judges} judges takes one client per judge, in order; "
+                         "got one client")  # fmt: skip
+    if judges == 1:
+        raise ValueError(
+            f"{len(client)} clients given to a single judge: a list of clients is for a "
+            "jury (judges), one per judge; pass one client"
+        )
+    if len(client) != judges:
+        raise ValueError(f"a jury of {judges} judges takes one client per judge, in order; "
+                         f"got {len(client)} clients")  # fmt: skip
+    return list(client)
