@@ -73,7 +73,7 @@ def ppi_table(estimates: Mapping[str, PPIEstimate]) -> Table:
         Column(f"PPI mean [{ci}]"),
         Column("λ"),
         Column("ESS gain"),
-        Column(f"RG pass rate [{ci}]"),
+        Column(f"pass rate: judge → RG [{ci}]"),
     ]
     rows = [_ppi_row(e) for e in estimates.values()]
     notes = [_ppi_legend(estimates), PPI_WHY]
@@ -98,7 +98,9 @@ def _ppi_row(e: PPIEstimate) -> list[str]:
         _with_ci(e.estimate, e.ci),
         num(e.lam, ".3f"),
         num(e.ess_gain, ".2f"),
-        MISSING if rate is None else _with_ci(rate.corrected, rate.ci),
+        MISSING
+        if rate is None
+        else f"{num(rate.apparent, '.3f')} → {_with_ci(rate.corrected, rate.ci)}",
     ]
 
 

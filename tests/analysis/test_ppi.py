@@ -190,14 +190,14 @@ def test_calibrate_table_and_markdown(files: tuple[str, str], capsys) -> None:
     assert lines[1].split()[:2] == ["faithfulness", "5"] and lines[2] == ""
     assert lines[3].split() == [
         "metric", "labelled", "unlabelled", "judge", "mean", "[90%", "CI]", "labels", "mean",
-        "[90%", "CI]", "PPI", "mean", "[90%", "CI]", "λ", "ESS", "gain", "RG", "pass", "rate",
-        "[90%", "CI]",
+        "[90%", "CI]", "PPI", "mean", "[90%", "CI]", "λ", "ESS", "gain", "pass", "rate:", "judge",
+        "→", "RG", "[90%", "CI]",
     ]  # fmt: skip
     row = lines[5].split()
     assert row[:4] == ["faithfulness", "5", "5", "4.100"]
     assert row[6:8] == ["3.400", "[2.313,"]  # 3.4 − t(4 df, 90%) 2.1318·√(1.3/5), method t
     assert row[9] == f"{float(THETA):.3f}" == "3.327" and row[12] == f"{float(LAM):.3f}" == "0.364"
-    assert row[14] == "0.400"
+    assert row[14:17] == ["0.800", "→", "0.400"]  # the judge's 8 of 10 at ≥ 4, then RG's
     assert lines[4].split()[:3] == ["answer_rate", "6", "4"]
     assert (
         lines[6].startswith("PPI: the PPI++ mean") and "a score ≥ 4, a 0/1 metric's 1" in lines[6]
