@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rag_judge._async", "rag_judge._progress", "rag_judge.messages", "rag_judge.resources",
      "rag_judge.stats", "rag_judge.text"),
     ("rag_judge.data",),
+    ("rag_judge.report.judgments",),
     ("rag_judge.report.types", "rag_judge.report.estimates", "rag_judge.report.thresholds",
      "rag_judge.report.format"),
     ("rag_judge.report.samples",),

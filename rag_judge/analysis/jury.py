@@ -1,5 +1,5 @@
 """How far a jury's judges agree, per rubric, from the per-juror verdicts its judgments keep
-(``Judgment.jury``): the samples × judges matrix of their scores (NaN where a judge failed),
+(``JuryJudgment.jury``): the samples × judges matrix of their scores (NaN where a judge failed),
 Krippendorff's α (interval metric) over it, the mean spread of the scores per sample, and each
 judge's failed verdicts. One pass over the samples (a list or a ``samples.jsonl`` file), a
 column of floats per judge in memory."""
@@ -12,7 +12,7 @@ from array import array
 import numpy as np
 
 from rag_judge.report.estimates import JuryAgreement
-from rag_judge.report.model import Judgment, Report
+from rag_judge.report.model import Juror, JuryJudgment, Report
 from rag_judge.stats.agreement import krippendorff_alpha_interval
 
 __all__ = ["jury_agreement"]
@@ -27,7 +27,7 @@ class _Rubric:
         self.failed: dict[str, int] = {}
         self.rows = 0
 
-    def add(self, jury: list[Judgment]) -> None:
+    def add(self, jury: list[Juror]) -> None:
         bases: list[str] = []
         for k, verdict in enumerate(jury):
             base = verdict.judge or f"judge {k + 1}"
@@ -69,6 +69,6 @@ def jury_agreement(report: Report) -> dict[str, JuryAgreement]:
     found: dict[str, _Rubric] = {}
     for result in report.samples:
         for rubric, judgment in result.judgments.items():
-            if judgment.jury:
+            if isinstance(judgment, JuryJudgment) and judgment.jury:
                 found.setdefault(rubric, _Rubric()).add(judgment.jury)
     return {rubric: seen.agreement(rubric) for rubric, seen in found.items()}

@@ -33,7 +33,13 @@ from rag_judge.judge.grounding import CitationOptions, answer_missing, statement
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import LLMError
 from rag_judge.metrics.grounding import Claim, Statement, alce_citations, grounding
-from rag_judge.report.model import UNCHECKED, ClaimJudgment, Failure, FailureKind, Judgment
+from rag_judge.report.model import (
+    UNCHECKED,
+    ClaimJudgment,
+    Failure,
+    FailureKind,
+    GroundingJudgment,
+)
 from rag_judge.text import (
     Citations,
     sentence_spans,
@@ -73,7 +79,7 @@ class Scored:
 
     values: dict[str, float | None] = field(default_factory=dict)
     failures: dict[str, Failure] = field(default_factory=dict)
-    judgment: Judgment | None = None
+    judgment: GroundingJudgment | None = None
 
     def set(self, metric: str, value: float | None, why: Failure | None = None) -> None:
         self.values[metric] = value
@@ -116,7 +122,9 @@ def score_sample(
     if not isinstance(split, ClaimList):
         for m in metrics:
             out.set(m, None, _failure(split, "claims"))
-        out.judgment = Judgment(score=None, reason=out.failures[metrics[0]].message, **seen)
+        out.judgment = GroundingJudgment(
+            score=None, reason=out.failures[metrics[0]].message, **seen
+        )
         return out
     _rates(out, split.abstention, sample.answerable)
     if split.abstention:
@@ -125,7 +133,9 @@ def score_sample(
             if m not in out.values:
                 out.set(m, None, _na("the answer abstains"))
         reason = "the answer abstains"
-        out.judgment = Judgment(score=None, reason=reason, abstained=True, claims=[], **seen)
+        out.judgment = GroundingJudgment(
+            score=None, reason=reason, abstained=True, claims=[], **seen
+        )
         return out
     out.set("claims", float(len(split.claims)))
     if not split.claims:
@@ -153,7 +163,9 @@ def score_sample(
         reason = f"{len(claims)} claims: {reason}" if claims else "no claims"
     else:
         reason = why.text()
-    out.judgment = Judgment(score=support, reason=reason, abstained=False, claims=claims, **seen)
+    out.judgment = GroundingJudgment(
+        score=support, reason=reason, abstained=False, claims=claims, **seen
+    )
     return out
 
 

@@ -44,6 +44,7 @@ from rag_judge.report.model import (
     Judgment,
     MetricInfo,
     MetricKind,
+    PerContextJudgment,
     Report,
     ReportWarning,
     Signature,
@@ -343,7 +344,7 @@ def _aggregator(spec: MetricSpec) -> Callable[[NDArray[np.float64]], float]:
 
 
 def _why_ungraded(judgment: Judgment | None) -> str:
-    if judgment is None or judgment.contexts is None:
+    if not isinstance(judgment, PerContextJudgment):
         return "the judge did not grade its contexts"
     return "the judge left some of its contexts ungraded"
 

@@ -17,7 +17,13 @@ from rag_judge.judge.reply_json import schema_valid
 from rag_judge.judge.rubrics import Rubric, missing_input
 from rag_judge.judge.verdicts import VERDICT_SCHEMA, JudgeVerdict, Scoring, Unscored
 from rag_judge.llm.base import ChatMessage, CompletionRequest
-from rag_judge.report.model import Failure, FailureKind, Judgment
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    Judgment,
+    PerContextJudgment,
+    RubricJudgment,
+)
 
 __all__ = ["Job", "Verdict", "build_jobs", "verdicts"]
 
@@ -100,25 +106,28 @@ def verdicts(
                 entry = entry.model_copy(update={"rank": rank, "id": job.context_id})
             judged.append(entry)
             failures.append(_failure(outcome, f"context {entry.rank}: " if entry.rank else ""))
-        entry = _per_context(judged) if rubric.per_context else judged[0]
+        judgment: Judgment = _per_context(judged) if rubric.per_context else judged[0]
         failure = next((f for f in failures if f is not None), None)
-        if failure is None and entry.score is None:
+        if failure is None and judgment.score is None:
             failure = Failure(message="no score")
-        out.append(Verdict(i, rubric, entry, failure))
+        out.append(Verdict(i, rubric, judgment, failure))
     return out
 
 
-def leaves(found: Iterable[Verdict]) -> list[Judgment]:
-    """Every judgment among ``found``, a per-context rubric's contexts one by one."""
-    out: list[Judgment] = []
+def leaves(found: Iterable[Verdict]) -> list[RubricJudgment]:
+    """Every rubric verdict among ``found`` (one judge's), a per-context rubric's contexts one
+    by one."""
+    out: list[RubricJudgment] = []
     for verdict in found:
         entry = verdict.judgment
-        if entry is not None:
-            out.extend(entry.contexts if entry.contexts is not None else [entry])
+        if isinstance(entry, PerContextJudgment):
+            out.extend(entry.contexts)
+        elif isinstance(entry, RubricJudgment):
+            out.append(entry)
     return out
 
 
-def _judgment(outcome: Outcome[JudgeVerdict], scoring: Scoring) -> Judgment:
+def _judgment(outcome: Outcome[JudgeVerdict], scoring: Scoring) -> RubricJudgment:
     found = outcome.result
     seen: dict[str, Any] = {
         "raw": outcome.raw,
@@ -127,15 +136,15 @@ def _judgment(outcome: Outcome[JudgeVerdict], scoring: Scoring) -> Judgment:
         **_server_facts(outcome, scoring),
     }
     if isinstance(found, JudgeVerdict):
-        return Judgment(score=found.score, reason=found.reason, **seen, **found.details())
+        return RubricJudgment(score=found.score, reason=found.reason, **seen, **found.details())
     if isinstance(found, Unscored):
-        return Judgment(score=None, reason=found.reason, **seen)
-    return Judgment(score=None, reason=f"judge call failed: {found}", **seen)
+        return RubricJudgment(score=None, reason=found.reason, **seen)
+    return RubricJudgment(score=None, reason=f"judge call failed: {found}", **seen)
 
 
 def _server_facts(outcome: Outcome[JudgeVerdict], scoring: Scoring) -> dict[str, Any]:
     """What the server did with the last request, where a judgment records it (see the
-    ``Judgment`` fields): None values are left out of report.json."""
+    ``RubricJudgment`` fields): None values are left out of report.json."""
     reply = outcome.reply
     if reply is None:
         return {}
@@ -163,7 +172,7 @@ def _failure(outcome: Outcome[JudgeVerdict], where: str) -> Failure | None:
     return None
 
 
-def _per_context(judged: list[Judgment]) -> Judgment:
+def _per_context(judged: list[RubricJudgment]) -> PerContextJudgment:
     """A per-context rubric's judgment: the mean of its contexts' grades when every context
     was graded; else unscored, naming the contexts without a grade and why."""
     scores = [e.score for e in judged if e.score is not None]
@@ -175,7 +184,7 @@ def _per_context(judged: list[Judgment]) -> Judgment:
         score, reason = None, f"{len(missing)} of {len(judged)} contexts not graded: {which}"
     else:
         score, reason = math.fsum(scores) / len(scores), f"mean of {len(scores)} per-context grades"
-    return Judgment(
+    return PerContextJudgment(
         score=score,
         reason=reason,
         attempts=sum(e.attempts for e in judged),

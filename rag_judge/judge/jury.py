@@ -21,7 +21,17 @@ from typing import Literal, get_args
 from rag_judge.judge.judging import Verdict
 from rag_judge.judge.settings import Judge, check_config
 from rag_judge.llm import ClientConfig
-from rag_judge.report.model import Failure, FailureKind, JudgeName, Judgment, Signature
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    JudgeName,
+    Judgment,
+    Juror,
+    JuryJudgment,
+    PerContextJudgment,
+    RubricJudgment,
+    Signature,
+)
 
 __all__ = [
     "AGGREGATIONS",
@@ -142,12 +152,12 @@ def juror_names(judges: Sequence[JudgeName]) -> list[JudgeName]:
 
 
 def jury_verdict(
-    verdicts: Sequence[Judgment],
+    verdicts: Sequence[Juror],
     failures: Sequence[Failure | None],
     how: Aggregation,
     quorum: int,
     policy: FailurePolicy,
-) -> tuple[Judgment, Failure | None]:
+) -> tuple[JuryJudgment, Failure | None]:
     """One sample's jury judgment on one rubric from its jurors' judgments (each naming its
     ``judge``) and failures (None where the juror scored), and the sample's failure, if any:
     ``unscored``, naming each failed judge and why, when fewer than ``quorum`` scored or, with
@@ -169,7 +179,7 @@ def jury_verdict(
     else:
         score = aggregate(scored, how)
         reason = f"{how} of {k} of {m} judges" + (f"; dropped {why}" if failed else "")
-    entry = Judgment(
+    entry = JuryJudgment(
         score=score,
         reason=reason,
         attempts=sum(v.attempts for v in verdicts),
@@ -232,10 +242,7 @@ class Jury:
         out = []
         for found in zip(*per_juror, strict=True):
             first = found[0]
-            verdicts = [
-                (v.judgment or Judgment(score=None)).model_copy(update={"judge": who.text})
-                for v, who in zip(found, names, strict=True)
-            ]
+            verdicts = [_juror(v.judgment, who) for v, who in zip(found, names, strict=True)]
             failures = [v.failure for v in found]
             entry, failure = jury_verdict(
                 verdicts, failures, self.aggregation, self.quorum, self.on_failure
@@ -247,3 +254,12 @@ class Jury:
         self, names: Sequence[JudgeName], jurors: Sequence[dict[str, Signature]]
     ) -> dict[str, Signature]:
         return jury_signatures(jurors, names, self.aggregation, self.quorum, self.on_failure)
+
+
+def _juror(judgment: Judgment | None, who: JudgeName) -> Juror:
+    """A juror's verdict, naming its judge (one without a judgment: a bare unscored one)."""
+    if judgment is None:
+        return RubricJudgment(score=None, judge=who.text)
+    if not isinstance(judgment, RubricJudgment | PerContextJudgment):
+        raise TypeError(f"a juror's verdict is one judge's, not a {type(judgment).__name__}")
+    return judgment.model_copy(update={"judge": who.text})

@@ -11,7 +11,7 @@ import math
 
 from rag_judge.data.chunks import Graded
 from rag_judge.data.sample import Sample
-from rag_judge.report.model import Judgment
+from rag_judge.report.model import Judgment, PerContextJudgment
 
 __all__ = ["graded_by_judge", "relevance_grade"]
 
@@ -29,7 +29,7 @@ def graded_by_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
     """The sample's retrieved contexts, in order, graded by the judge's per-context verdicts
     (the ideal ranking is theirs alone); None unless the judge graded every context, since a
     partial grading would rank the rest as irrelevant."""
-    if judgment is None or judgment.contexts is None:
+    if not isinstance(judgment, PerContextJudgment):
         return None
     scores = [j.score for j in judgment.contexts]
     if len(scores) != len(sample.contexts) or any(s is None for s in scores):

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from rag_judge.data.rows import RowWriter
 from rag_judge.data.stream import SampleSource
 from rag_judge.evaluators.result import CorpusStatistic, EvaluatorResult, Final
+from rag_judge.report.judgments import read_judgments
 from rag_judge.report.model import (
     Failure,
     FailureKind,
@@ -111,7 +112,7 @@ def read_detail(line: bytes) -> tuple[dict[str, Failure], dict[str, Judgment]]:
         return {}, {}
     detail = json.loads(line)
     errors = {m: Failure.model_validate(f) for m, f in detail["errors"].items()}
-    return errors, {m: Judgment.model_validate(j) for m, j in detail["judgments"].items()}
+    return errors, read_judgments(detail["judgments"])
 
 
 @dataclass

@@ -98,10 +98,11 @@ class SampleIndex:
                 self.failures.append((i, metric, failure))
         for rubric, j in r.judgments.items():
             key, is_spread = np.nan, False
-            if j.score is not None and j.spread is not None:
-                key, is_spread = (-j.spread if j.spread > 0 else np.nan), True
-            elif j.score is not None and j.probs and max(j.probs.values()) < 1:
-                key = max(j.probs.values()) - 1
+            spread, probs = j.spread_of_verdicts(), j.distribution()
+            if j.score is not None and spread is not None:
+                key, is_spread = (-spread if spread > 0 else np.nan), True
+            elif j.score is not None and probs and max(probs.values()) < 1:
+                key = max(probs.values()) - 1
             self._uncertainty.setdefault(rubric, Column()).push(i, key, is_spread)
 
     def attach(self, metric: str, column: Column) -> None:

@@ -1,6 +1,7 @@
-"""The report's parts as types: usage, metric kinds and summaries, signatures, failures,
-judgments and one sample's result. Meaning lives here, not in strings; the renderers turn these
-into text at the edge. :mod:`rag_judge.report.model` assembles them into the Report."""
+"""The report's parts as types: usage, metric kinds and summaries, signatures, failures and one
+sample's result, with the judgments' shapes of :mod:`rag_judge.report.judgments` re-exported.
+Meaning lives here, not in strings; the renderers turn these into text at the edge.
+:mod:`rag_judge.report.model` assembles them into the Report."""
 
 from __future__ import annotations
 
@@ -19,21 +20,41 @@ from pydantic import (
 )
 
 from rag_judge.data.sample import Sample
+from rag_judge.report.judgments import (
+    CLAIM_VERDICTS,
+    GROUNDING,
+    UNCHECKED,
+    BaseJudgment,
+    ClaimJudgment,
+    GroundingJudgment,
+    Judgment,
+    Juror,
+    JuryJudgment,
+    PerContextJudgment,
+    RubricJudgment,
+    grounding_by_key,
+)
 
 __all__ = [
     "CLAIM_VERDICTS",
     "GROUNDING",
     "UNCHECKED",
+    "BaseJudgment",
     "ClaimJudgment",
     "Direction",
     "Failure",
     "FailureKind",
+    "GroundingJudgment",
     "JudgeName",
     "Judgment",
+    "Juror",
+    "JuryJudgment",
     "MetricInfo",
     "MetricKind",
     "MetricSummary",
+    "PerContextJudgment",
     "Restatement",
+    "RubricJudgment",
     "SampleResult",
     "Signature",
     "Usage",
@@ -268,77 +289,6 @@ class Failure(BaseModel):
         return self.kind is not FailureKind.NOT_APPLICABLE
 
 
-GROUNDING = "grounding"  # the judgments' key a sample's claims and abstention are kept under
-CLAIM_VERDICTS = ("supported", "contradicted", "unsupported")  # what a claim's verdict can be
-# A claim never judged (no contexts, the verdict request failed or never parsed): a state of
-# its own, so that it is never shown or counted as a verdict.
-UNCHECKED = "unchecked"
-
-
-class ClaimJudgment(BaseModel):
-    """One claim of an answer as the grounding judge saw it: its text, its verdict, the
-    1-based ranks (and ids) of the retrieved contexts that entail it (or, for a contradicted
-    claim, contradict it), the ranks its citation markers point at (0: at nothing retrieved),
-    the judge's reason, and where it sits in the answer (character offsets, when found).
-    ``sentence`` is the 1-based answer sentence it was mapped to, whose markers it cites."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
-    verdict: str  # one of CLAIM_VERDICTS, or UNCHECKED (reason: why it was not judged)
-    support: list[int] = Field(default_factory=list)
-    support_ids: list[str | None] | None = None
-    cited: list[int] | None = None
-    reason: str = ""
-    span: tuple[int, int] | None = None
-    sentence: int | None = None
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v is not None}
-
-
-class Judgment(BaseModel):
-    """One judge verdict for one sample and rubric. ``score`` is None when unscored or failed
-    (``reason`` says why); the optional fields appear only where the scoring mode fills them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: float | None
-    reason: str = ""
-    raw: str = ""  # the judge's last reply, verbatim
-    attempts: int = 1  # requests made for this verdict (1 + re-asks)
-    cached: bool = False
-    probs: dict[str, float] | None = None  # distribution over "1".."5" (logprobs or local)
-    verdict: int | None = None  # the stated score, where ``score`` is probability-weighted
-    scores: list[float] | None = None  # the n sampled verdicts (n > 1)
-    spread: float | None = None  # their population standard deviation
-    unscored_choices: int | None = None  # sampled choices that could not be read
-    # What the server did, where it differs from what was asked (absent otherwise):
-    logprobs_missing: bool | None = None  # logprobs asked, none usable: ``score`` is the verdict
-    choices_received: int | None = None  # fewer choices than the ``n`` asked for came back
-    finish_reason: str | None = None  # why the reply stopped, when not "stop" (e.g. "length")
-    structured_output: bool | None = None  # the request carried a response_format (False: the
-    # server refused it and the request was resent without; absent: not asked or not said)
-    schema_valid: bool | None = None  # the reply, as a whole, is JSON the verdict schema accepts
-    label_mass: float | None = None  # local client: probability mass the model put on "1".."5"
-    rank: int | None = None  # per-context judgments: the context's 1-based rank ...
-    id: str | None = None  # ... and its id
-    contexts: list[Judgment] | None = None  # a per-context rubric: one judgment per context
-    claims: list[ClaimJudgment] | None = None  # grounding: the answer's claims with verdicts
-    abstained: bool | None = None  # grounding: the answer declines to answer
-    judge: str | None = None  # a juror's verdict: which judge ("provider/model") gave it
-    jury: list[Judgment] | None = None  # a jury's verdict: one judgment per judge, in order
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Absent extras are left out of report.json; score and reason are always there.
-        data: dict[str, Any] = handler(self)
-        keep = {"score", "reason"}
-        return {k: v for k, v in data.items() if v is not None or k in keep}
-
-
 class MetricSummary(BaseModel):
     """Aggregate of one metric. ``n`` counts scored samples; ``errors`` those that failed,
     ``unscored`` of them judge replies that could not be read as a verdict."""
@@ -394,6 +344,12 @@ class SampleResult(BaseModel):
         if isinstance(value, dict):
             return {m: _legacy_failure(e) if isinstance(e, str) else e for m, e in value.items()}
         return value
+
+    @field_validator("judgments", mode="before")
+    @classmethod
+    def _grounding(cls, value: Any) -> Any:
+        # Each stored judgment is read as its shape by its keys; grounding's, by its key too.
+        return grounding_by_key(value)
 
 
 def _legacy_failure(text: str) -> Failure:

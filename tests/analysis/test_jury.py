@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from rag_judge.analysis.jury import jury_agreement
-from rag_judge.report.model import Judgment, Report, SampleResult
+from rag_judge.report.model import JuryJudgment, Report, RubricJudgment, SampleResult
 from rag_judge.report.samples import SampleFile
 
 A, B, C = "openai/gpt-4o", "local/smollm2", "stub/stub-lexical-support"
 
 
-def _jury(*scores: float | None, names: tuple[str | None, ...] = (A, B, C)) -> Judgment:
+def _jury(*scores: float | None, names: tuple[str | None, ...] = (A, B, C)) -> JuryJudgment:
     verdicts = [
-        Judgment(score=s, reason="ok" if s is not None else "judge call failed", judge=n)
+        RubricJudgment(score=s, reason="ok" if s is not None else "judge call failed", judge=n)
         for n, s in zip(names, scores)
     ]
     scored = [s for s in scores if s is not None]
-    return Judgment(score=sum(scored) / len(scored), scores=scored, jury=verdicts)
+    return JuryJudgment(score=sum(scored) / len(scored), scores=scored, jury=verdicts)
 
 
 def _report() -> Report:
@@ -34,7 +34,7 @@ def _report() -> Report:
             id="s3",
             judgments={
                 "faithfulness": _jury(5, None, None),
-                "answer_relevance": Judgment(score=4, judge=A),
+                "answer_relevance": RubricJudgment(score=4, judge=A),
             },
         ),
         SampleResult(id="s4"),
@@ -57,7 +57,7 @@ def test_alpha_spread_units_and_failures_by_hand() -> None:
 
 
 def test_no_jury_no_agreement() -> None:
-    single = SampleResult(id="s1", judgments={"faithfulness": Judgment(score=3)})
+    single = SampleResult(id="s1", judgments={"faithfulness": RubricJudgment(score=3)})
     assert jury_agreement(Report(summary={}, samples=[single], signatures={})) == {}
     assert jury_agreement(Report(summary={}, samples=[], signatures={})) == {}
 

@@ -22,7 +22,7 @@ from rag_judge.llm import ClientConfig
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.providers.stub import StubClient, parse_sections
-from rag_judge.report.model import Failure, FailureKind, Judgment
+from rag_judge.report.model import Failure, FailureKind, RubricJudgment
 from tests import REPO
 from tests.evaluators import judge_sample
 from tests.fake_openai_server import FakeOpenAIServer
@@ -132,7 +132,7 @@ def test_five_samples_exact_scores_errors_and_judgments(monkeypatch: pytest.Monk
     assert unscored == 2
 
     j = result.judgments
-    assert isinstance(j[0]["faithfulness"], Judgment)
+    assert isinstance(j[0]["faithfulness"], RubricJudgment)
     assert j[0]["faithfulness"].model_dump() == {
         "score": 5, "reason": "supported", "raw": SCRIPT[("faithfulness", "A1")][0],
         "attempts": 1, "cached": False, "schema_valid": True,

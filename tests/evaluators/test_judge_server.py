@@ -17,7 +17,7 @@ from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.llm import ClientConfig
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.providers.stub import StubClient, parse_sections
-from rag_judge.report.model import FailureKind, Judgment
+from rag_judge.report.model import FailureKind, PerContextJudgment
 from tests.evaluators import judge_sample
 
 _ASPECT = re.compile(r"You grade one aspect, ([a-z ]+),")
@@ -242,7 +242,8 @@ def test_an_unscored_per_context_judgment_names_the_ungraded_contexts() -> None:
     judge = JudgeEvaluator(rubrics=["context_relevance"], cache=None, reask=0)
     result = judge.evaluate(samples, client=StubClient(respond))
 
-    entry: Judgment = result.judgments[0]["context_relevance"]
+    entry = result.judgments[0]["context_relevance"]
+    assert isinstance(entry, PerContextJudgment)
     assert entry.score is None
     assert "mean of" not in entry.reason
     assert entry.reason == (

@@ -27,10 +27,10 @@ from rag_judge.data.sample import Context, Sample
 from rag_judge.report.model import (
     Failure,
     FailureKind,
-    Judgment,
     MetricKind,
     MetricSummary,
     Report,
+    RubricJudgment,
     SampleResult,
     Signature,
     Usage,
@@ -105,20 +105,20 @@ def big_report(
     fate = gen.random(n)  # < 0.01: an unscored verdict; < 0.015: a failed metric
     spread = np.where(gen.random(n) < 0.2, gen.integers(1, 16, size=n), -1)  # tenths; -1: none
     unit_names = ["ndcg@5", "ndcg@10", "recall@10", "mrr", "rougeL_f1", "bertscore_f1"]
-    pool_of: dict[tuple[float, int, int], Judgment] = {}
+    pool_of: dict[tuple[float, int, int], RubricJudgment] = {}
 
-    def verdict(v: float, reason: int, tenths: int) -> Judgment:
+    def verdict(v: float, reason: int, tenths: int) -> RubricJudgment:
         key = (v, reason, tenths)
         if key not in pool_of:  # judgments are shared: each costs microseconds to build
             extra: dict[str, Any] = {}
             if tenths >= 0:
                 extra = {"scores": [v] * 5, "spread": tenths / 10}
-            pool_of[key] = Judgment.model_construct(
+            pool_of[key] = RubricJudgment.model_construct(
                 score=v, reason=reasons[reason], raw="", attempts=1, **extra
             )
         return pool_of[key]
 
-    unscored = Judgment.model_construct(
+    unscored = RubricJudgment.model_construct(
         score=None, reason="no verdict in the reply", raw=raw, attempts=2
     )
     no_verdict = Failure(kind=FailureKind.UNSCORED, message="no verdict in the reply")

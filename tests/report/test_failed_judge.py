@@ -19,10 +19,10 @@ from rag_judge.report.markdown import render_markdown
 from rag_judge.report.model import (
     Failure,
     FailureKind,
-    Judgment,
     MetricKind,
     MetricSummary,
     Report,
+    RubricJudgment,
     SampleResult,
     Signature,
     WarningKind,
@@ -89,7 +89,7 @@ def _partly_failed() -> Report:
                 **({"faithfulness": errors[sid]} if sid in errors else {}),
                 "correctness": Failure(kind=FailureKind.UNSCORED, message="no verdict"),
             },
-            judgments={"faithfulness": Judgment(score=None if sid in errors else 4.0)},
+            judgments={"faithfulness": RubricJudgment(score=None if sid in errors else 4.0)},
         )
         for sid in "abcd"
     ]

@@ -26,9 +26,10 @@ from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, bin_scores
 from rag_judge.report.model import (
     Failure,
     FailureKind,
-    Judgment,
     MetricKind,
     MetricSummary,
+    PerContextJudgment,
+    RubricJudgment,
     SampleResult,
     Signature,
 )
@@ -46,7 +47,7 @@ def _report() -> Report:
     a = SampleResult(
         id="a",
         scores={"ndcg@3": 1.0, "ndcg@5": 0.5, "ndcg@10": 0.25, "dcg": 3.5},
-        judgments={"faithfulness": Judgment(score=5, reason=EVIL, attempts=1, cached=True)},
+        judgments={"faithfulness": RubricJudgment(score=5, reason=EVIL, attempts=1, cached=True)},
     )
     a.scores.update({"faithfulness": 5.0, "faithfulness_norm": 1.0, "precision@3": 0.5})
     b = SampleResult(
@@ -56,7 +57,7 @@ def _report() -> Report:
             "faithfulness": Failure(kind=FailureKind.UNSCORED, message=EVIL),
             "precision@3": Failure(message="no relevance " + EVIL),
         },
-        judgments={"faithfulness": Judgment(score=None, reason="unscored", raw=EVIL)},
+        judgments={"faithfulness": RubricJudgment(score=None, reason="unscored", raw=EVIL)},
     )
     b.scores.update({"faithfulness": None, "faithfulness_norm": None})
     ret = {"kind": RETRIEVAL}
@@ -187,10 +188,10 @@ def test_drill_down_with_and_without_the_evaluated_sample() -> None:
     bare = render_html(report)
     assert "The dataset (missing.jsonl) is not embedded" in bare
     assert "↳ rank" not in bare
-    report.samples[0].judgments["context_relevance"] = Judgment(
+    report.samples[0].judgments["context_relevance"] = PerContextJudgment(
         score=2.5,
         reason="mean of 2",
-        contexts=[Judgment(score=3, reason="on topic", rank=1, id="d1")],
+        contexts=[RubricJudgment(score=3, reason="on topic", rank=1, id="d1")],
     )
     report.samples[0].sample = Sample(
         id="a", question="Why <now>?", answer="Because.", references=("Ref",)
@@ -218,7 +219,7 @@ def test_the_interval_level_comes_from_the_report() -> None:
 
 def test_a_judgments_scoring_fields_are_shown() -> None:
     report = _report()
-    report.samples[0].judgments["faithfulness"] = Judgment(
+    report.samples[0].judgments["faithfulness"] = RubricJudgment(
         score=4.2, reason="weighted", probs={"4": 0.8, "5": 0.2}, verdict=4
     )
     page = render_html(report)

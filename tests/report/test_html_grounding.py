@@ -16,7 +16,7 @@ from rag_judge.report.model import (
     ClaimJudgment,
     Failure,
     FailureKind,
-    Judgment,
+    GroundingJudgment,
     MetricKind,
     MetricSummary,
     SampleResult,
@@ -57,7 +57,7 @@ def _report() -> Report:
         id="a",
         scores={"claim_support": 1 / 3, "answer_rate": 1.0},
         judgments={
-            "grounding": Judgment(
+            "grounding": GroundingJudgment(
                 score=1 / 3, reason="4 claims", claims=_claims(), abstained=False, attempts=2
             )
         },
@@ -68,7 +68,7 @@ def _report() -> Report:
         scores={"claim_support": None, "answer_rate": 0.0},
         errors={"claim_support": Failure(kind=NA, message="the answer abstains")},
         judgments={
-            "grounding": Judgment(
+            "grounding": GroundingJudgment(
                 score=None, reason="the answer abstains", claims=[], abstained=True
             )
         },
@@ -242,8 +242,9 @@ def test_judgments_table_shows_not_applicable_and_missing_input_as_such() -> Non
     b = _details(render_html(report), "b")
     assert _judgment_cell(b, "grounding") == "<span class=na>n/a</span>"
     r = report.samples[1]
-    r.judgments["grounding"] = Judgment(score=None, reason="n/a: the answer makes no claim",
-                                        claims=[], abstained=False)  # fmt: skip
+    r.judgments["grounding"] = GroundingJudgment(
+        score=None, reason="n/a: the answer makes no claim", claims=[], abstained=False
+    )
     r.errors["claim_support"] = Failure(kind=NA, message="the answer makes no claim")
     assert _judgment_cell(_details(render_html(report), "b"), "grounding") == (
         "<span class=na>n/a</span>"

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from rag_judge import Report, Sample
 from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, _inline, render_html, write_html
 from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
-from rag_judge.report.model import Judgment, MetricKind, MetricSummary, SampleResult
+from rag_judge.report.model import (
+    MetricKind,
+    MetricSummary,
+    PerContextJudgment,
+    RubricJudgment,
+    SampleResult,
+)
 from tests.report.synthetic import big_report
 from tests.report.test_html import _chromium, _report, assert_one_script, needs_chromium
 
@@ -168,7 +174,7 @@ def test_uncertain_verdicts_by_probability_where_none_was_sampled() -> None:
     report = _many(120, per=50_000)  # the lowest recall: s119, s118, ...
     for i, r in enumerate(report.samples):
         top = 0.5 if i == 37 else 0.9 if i % 2 else 1.0
-        r.judgments["faithfulness"] = Judgment(score=4.0, probs={"4": top, "5": 1 - top})
+        r.judgments["faithfulness"] = RubricJudgment(score=4.0, probs={"4": top, "5": 1 - top})
         r.scores["faithfulness"] = 5.0 if i == 37 else 4.0  # not among the lowest
     report.summary["faithfulness"] = MetricSummary(
         mean=4.0, n=120, kind=MetricKind.JUDGE, scale=(1, 5)
@@ -215,11 +221,15 @@ def test_a_cut_sample_keeps_its_grades_and_says_what_it_leaves_out(
             "relevance": {"d25": 3, "d3": 1, **{f"m{k}": 1 for k in range(25)}},
         }
     )
-    verdicts = [Judgment(score=1, reason="r" * 900, rank=k + 1, id=f"d{k}") for k in range(30)]
+    verdicts = [
+        RubricJudgment(score=1, reason="r" * 900, rank=k + 1, id=f"d{k}") for k in range(30)
+    ]
     result = SampleResult(
         id="big",
         scores={"recall": 0.5},
-        judgments={"context_relevance": Judgment(score=1, reason="mean", contexts=verdicts)},
+        judgments={
+            "context_relevance": PerContextJudgment(score=1, reason="mean", contexts=verdicts)
+        },
         sample=sample,
     )
     summary = {"recall": MetricSummary(mean=0.5, n=1, kind=MetricKind.RETRIEVAL)}

@@ -20,7 +20,14 @@ from rag_judge.analysis.calibration import calibrate, load_labels
 from rag_judge.report.html import _inline, render_html, write_html
 from rag_judge.report.html._review import review_data, review_json, uncertainty
 from rag_judge.report.markdown import render_markdown
-from rag_judge.report.model import Judgment, MetricKind, MetricSummary, Report, SampleResult
+from rag_judge.report.model import (
+    JuryJudgment,
+    MetricKind,
+    MetricSummary,
+    Report,
+    RubricJudgment,
+    SampleResult,
+)
 from rag_judge.resources import resource_dir
 from tests.report.test_html import EVIL, EVIL_ID
 
@@ -51,29 +58,31 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     return Pipeline(load_config(config)).run().report
 
 
-def _jury(*scores: float) -> Judgment:
-    jurors = [Judgment(score=s, reason=f"juror {k}", judge=f"p/m{k}") for k, s in enumerate(scores)]
+def _jury(*scores: float) -> JuryJudgment:
+    jurors = [
+        RubricJudgment(score=s, reason=f"juror {k}", judge=f"p/m{k}") for k, s in enumerate(scores)
+    ]
     mean = sum(scores) / len(scores)
     spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-    return Judgment(score=mean, reason="jury mean", jury=jurors, spread=spread)
+    return JuryJudgment(score=mean, reason="jury mean", jury=jurors, spread=spread)
 
 
 def _synthetic(labels: dict[str, dict[str, float]] | None = None) -> Report:
     """Seven samples, one uncertainty signal each on faithfulness (correctness: none)."""
     faith = {
-        "plain": Judgment(score=4, reason="no signal"),
+        "plain": RubricJudgment(score=4, reason="no signal"),
         "jury": _jury(1, 5, 3),  # spread 1.633
-        "sampled": Judgment(score=3, scores=[2.5, 3.5], spread=0.5),
-        "coin": Judgment(score=4.5, probs={"4": 0.5, "5": 0.5}),  # entropy 1 bit
-        "agreed": Judgment(score=4, scores=[4, 4, 4], spread=0.0),
-        "unscored": Judgment(score=None, reason="no verdict", spread=2.0),
-        "wide": Judgment(score=4, probs={"3": 0.25, "4": 0.5, "5": 0.25}),  # 1.5 bits
+        "sampled": RubricJudgment(score=3, scores=[2.5, 3.5], spread=0.5),
+        "coin": RubricJudgment(score=4.5, probs={"4": 0.5, "5": 0.5}),  # entropy 1 bit
+        "agreed": RubricJudgment(score=4, scores=[4, 4, 4], spread=0.0),
+        "unscored": RubricJudgment(score=None, reason="no verdict", spread=2.0),
+        "wide": RubricJudgment(score=4, probs={"3": 0.25, "4": 0.5, "5": 0.25}),  # 1.5 bits
     }
     samples = [
         SampleResult(
             id=sid,
             scores={"faithfulness": j.score, "correctness": 3.0},
-            judgments={"faithfulness": j, "correctness": Judgment(score=3)},
+            judgments={"faithfulness": j, "correctness": RubricJudgment(score=3)},
             sample=Sample(id=sid, question=f"question {sid}?", answer=f"answer {sid}"),
         )
         for sid, j in faith.items()
@@ -100,14 +109,14 @@ def _synthetic(labels: dict[str, dict[str, float]] | None = None) -> Report:
 
 
 def test_uncertainty_is_the_spread_else_the_entropy() -> None:
-    assert uncertainty(Judgment(score=3.0, spread=0.5)) == 0.5
-    assert uncertainty(Judgment(score=3.0, spread=0.0)) is None  # everyone agreed
-    half = Judgment(score=4.5, probs={"4": 0.5, "5": 0.5})
+    assert uncertainty(RubricJudgment(score=3.0, spread=0.5)) == 0.5
+    assert uncertainty(RubricJudgment(score=3.0, spread=0.0)) is None  # everyone agreed
+    half = RubricJudgment(score=4.5, probs={"4": 0.5, "5": 0.5})
     assert uncertainty(half) == pytest.approx(1.0)  # one bit
-    assert uncertainty(Judgment(score=4.0, probs={"4": 2.0, "5": 2.0})) == pytest.approx(1.0)
-    assert uncertainty(Judgment(score=5.0, probs={"5": 1.0})) is None
-    assert uncertainty(Judgment(score=None, spread=1.0)) is None  # no verdict
-    assert uncertainty(Judgment(score=4.0)) is None
+    assert uncertainty(RubricJudgment(score=4.0, probs={"4": 2.0, "5": 2.0})) == pytest.approx(1.0)
+    assert uncertainty(RubricJudgment(score=5.0, probs={"5": 1.0})) is None
+    assert uncertainty(RubricJudgment(score=None, spread=1.0)) is None  # no verdict
+    assert uncertainty(RubricJudgment(score=4.0)) is None
     assert uncertainty(None) is None
 
 

@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,10 +26,11 @@ from rag_judge.report.html._jinja import sample_macros
 from rag_judge.report.html._sample_view import is_twin, not_retrieved, table_row
 from rag_judge.report.html.charts import Scale
 from rag_judge.report.model import (
+    BaseJudgment,
     Failure,
     FailureKind,
-    Judgment,
     MetricKind,
+    PerContextJudgment,
     Report,
     SampleResult,
 )
@@ -275,13 +277,16 @@ def _cut_sample(r: SampleResult, why: str) -> tuple[SampleResult, _Cut]:
     return r.model_copy(update=update), cut
 
 
-def _cut_judgment(j: Judgment) -> Judgment:
-    contexts = None if j.contexts is None else [_cut_judgment(c) for c in j.contexts[:_MAX_LISTED]]
-    update = {
+_J = TypeVar("_J", bound=BaseJudgment)
+
+
+def _cut_judgment(j: _J) -> _J:
+    update: dict[str, Any] = {
         "reason": _shorten(j.reason, _CUT["reason"]),
         "raw": _shorten(j.raw, _CUT_RAW),
-        "contexts": contexts,
     }
+    if isinstance(j, PerContextJudgment):
+        update["contexts"] = [_cut_judgment(c) for c in j.contexts[:_MAX_LISTED]]
     return j.model_copy(update=update)
 
 

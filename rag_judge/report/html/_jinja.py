@@ -24,9 +24,10 @@ from rag_judge.report.html._sample_view import (
     grounding_view,
     judgment_state,
     not_retrieved,
+    part_label,
 )
 from rag_judge.report.html._templates import PAGE, SAMPLES, SVG
-from rag_judge.report.model import Judgment, Signature
+from rag_judge.report.model import BaseJudgment, JuryJudgment, RubricJudgment, Signature
 
 __all__ = ["env", "sample_macros", "svg_macros"]
 
@@ -64,6 +65,7 @@ def env() -> Environment:
         grounding_view=grounding_view,
         judgment_state=judgment_state,
         failures=failures,
+        part_label=part_label,
     )
     return environment
 
@@ -102,10 +104,22 @@ def _table(table: Table) -> Markup:
     return Markup(html_table(table))
 
 
-def _extras(j: Judgment) -> str:
+def _extras(j: BaseJudgment) -> str:
     """The scoring mode's own fields of a judgment (probabilities, samples, spread) and what
     the server did differently from what was asked, as JSON."""
-    extra = {
+    extra: dict[str, object] = {}
+    if isinstance(j, JuryJudgment):
+        extra = {"scores": j.scores, "spread": j.spread}
+    elif isinstance(j, RubricJudgment):
+        extra = _verdict_extras(j)
+    # A request that kept its response format, and a reply that matched it, are the norm.
+    usual = {"structured_output": True, "schema_valid": True}
+    shown = {k: v for k, v in extra.items() if v is not None and usual.get(k) is not v}
+    return json.dumps(shown, ensure_ascii=False) if shown else ""
+
+
+def _verdict_extras(j: RubricJudgment) -> dict[str, object]:
+    return {
         "probs": j.probs,
         "verdict": j.verdict,
         "scores": j.scores,
@@ -118,7 +132,3 @@ def _extras(j: Judgment) -> str:
         "schema_valid": j.schema_valid,
         "label_mass": j.label_mass,
     }
-    # A request that kept its response format, and a reply that matched it, are the norm.
-    usual = {"structured_output": True, "schema_valid": True}
-    shown = {k: v for k, v in extra.items() if v is not None and usual.get(k) is not v}
-    return json.dumps(shown, ensure_ascii=False) if shown else ""

@@ -44,13 +44,14 @@ def uncertainty(judgment: Judgment | None) -> float | None:
     """How uncertain a verdict is (higher: more), or None when the run measured nothing."""
     if judgment is None or judgment.score is None:
         return None
-    if judgment.spread is not None:
-        return judgment.spread if judgment.spread > 0 else None
-    if judgment.probs:
-        total = sum(judgment.probs.values())
+    spread, probs = judgment.spread_of_verdicts(), judgment.distribution()
+    if spread is not None:
+        return spread if spread > 0 else None
+    if probs:
+        total = sum(probs.values())
         if total <= 0:
             return None
-        entropy = -sum(p / total * math.log2(p / total) for p in judgment.probs.values() if p > 0)
+        entropy = -sum(p / total * math.log2(p / total) for p in probs.values() if p > 0)
         return entropy if entropy > 0 else None
     return None
 

@@ -17,18 +17,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_judge.data.sample import Context, Sample
+from rag_judge.report.format import MISSING
 from rag_judge.report.html.charts import Scale
 from rag_judge.report.model import (
     CLAIM_VERDICTS,
     GROUNDING,
     UNCHECKED,
+    BaseJudgment,
     ClaimJudgment,
     Direction,
     Failure,
     FailureKind,
+    GroundingJudgment,
     Judgment,
     MetricKind,
     Report,
+    RubricJudgment,
     SampleResult,
 )
 
@@ -47,6 +51,7 @@ __all__ = [
     "is_twin",
     "judgment_state",
     "not_retrieved",
+    "part_label",
     "table_row",
 ]
 
@@ -113,9 +118,19 @@ def judgment_state(r: SampleResult, rubric: str, j: Judgment) -> tuple[str, str]
     judgment scores ``claim_support``); ``unscored`` where no failure says otherwise (a jury's
     judge or a context's judgment, which have no metric of their own)."""
     failure = r.errors.get("claim_support" if rubric == GROUNDING else rubric)
-    if j.abstained:  # an abstention has no claims to score: n/a whatever the metric says
-        return _NO_SCORE[FailureKind.NOT_APPLICABLE]
+    if isinstance(j, GroundingJudgment) and j.abstained:
+        return _NO_SCORE[FailureKind.NOT_APPLICABLE]  # no claims to score, whatever the metric
     return _NO_SCORE[failure.kind] if failure is not None else _NO_SCORE[FailureKind.UNSCORED]
+
+
+def part_label(j: BaseJudgment) -> str:
+    """How the judgments table names one part of a judgment: a jury's verdict by its judge,
+    a context's verdict by its rank and id."""
+    if j.judge:
+        return f"judge {j.judge}"
+    rank = j.rank if isinstance(j, RubricJudgment) else None
+    context = j.id if isinstance(j, RubricJudgment) else None
+    return f"rank {rank if rank is not None else '?'} · {context or MISSING}"
 
 
 def failures(r: SampleResult) -> tuple[dict[str, Failure], dict[str, Failure]]:
@@ -167,7 +182,7 @@ def grounding_view(r: SampleResult) -> GroundingView | None:
     in the answer where its span holds its very text (a span past the answer shown, cut on a
     large page, or overlapping an earlier claim's, is not), else only listed."""
     j = r.judgments.get(GROUNDING)
-    if j is None or (j.claims is None and j.abstained is None):
+    if not isinstance(j, GroundingJudgment) or (j.claims is None and j.abstained is None):
         return None
     answer = (r.sample.answer if r.sample is not None else None) or ""
     claims = j.claims or []

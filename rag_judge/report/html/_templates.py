@@ -50,10 +50,8 @@ SAMPLES = """\
 {%- endif %}
 {% endmacro %}
 {% macro judgment(label, j, sub=false, state=("unscored", "bad")) %}
-<tr data-rubric="{{ label }}"><td>{% if sub and j.judge %}<span class=sub>↳ judge \
-{{ j.judge }}</span>{% elif sub %}\
-<span class=sub>↳ rank {{ j.rank if j.rank is not none else "?" }} · {{ j.id or missing }}\
-</span>{% else %}{{ label }}{% endif %}</td><td class=num>
+<tr data-rubric="{{ label }}"><td>{% if sub %}<span class=sub>↳ {{ part_label(j) }}</span>\
+{% else %}{{ label }}{% endif %}</td><td class=num>
 {%- if j.score is none %}<span class={{ state[1] }}>{{ state[0] }}</span>{% else %}\
 {{ j.score|short }}{% endif %}\
 </td><td>{{ j.reason }}{% if j.score is none and j.raw %}<pre>{{ j.raw }}</pre>{% endif %}
@@ -122,10 +120,7 @@ class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 <th>reason</th><th>attempts</th><th>cached</th></tr></thead><tbody>
 {% for rubric, j in r.judgments.items() %}
 {{ judgment(rubric, j, state=judgment_state(r, rubric, j)) }}
-{% for c in j.contexts or [] %}
-{{ judgment(rubric, c, sub=true) }}
-{% endfor %}
-{% for c in j.jury or [] %}
+{% for c in j.parts() %}
 {{ judgment(rubric, c, sub=true) }}
 {% endfor %}
 {% endfor %}
