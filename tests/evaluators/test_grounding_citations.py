@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rag_judge import GroundingEvaluator, Sample
-from rag_judge.judge.claims import read_statements
+from rag_judge.judge.grounding.claims import read_statements
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.providers.stub import StubClient, scripted

@@ -1,7 +1,7 @@
 """Asking a judge to ground answers: the requests of up to three rounds per chunk (the claim
 lists, with ``split: judge``; the verdict of each claim against the retrieved contexts; with
 ``citations: {mode: alce}`` ALCE's questions on the cited sentences) and what came back, per
-sample. Scoring what came back is :mod:`rag_judge.evaluators._grounding_score`.
+sample. Scoring what came back is :mod:`rag_judge.evaluators.grounding.score`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from rag_judge.data.sample import Sample
 from rag_judge.judge.asking import Outcome, ask_all
-from rag_judge.judge.claims import (
+from rag_judge.judge.grounding.claims import (
     CITATIONS_RUBRIC,
     CITATIONS_SCHEMA,
     CITATIONS_SHAPE,

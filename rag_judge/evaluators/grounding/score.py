@@ -1,5 +1,5 @@
 """One sample's grounding outcome → its metrics, failures and judgment (pure; the evaluator in
-:mod:`rag_judge.evaluators.grounding` asks the judge and hands the replies here).
+:mod:`rag_judge.evaluators.grounding.evaluator` asks the judge and hands the replies here).
 
 The rules, in one place (``docs/grounding.md`` shows them as a table):
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rag_judge.data.sample import Sample
-from rag_judge.judge.claims import ClaimList, ClaimVerdict, StatementVerdict
-from rag_judge.judge.grounding import CitationOptions, answer_missing, statements
+from rag_judge.judge.grounding.claims import ClaimList, ClaimVerdict, StatementVerdict
+from rag_judge.judge.grounding.rounds import CitationOptions, answer_missing, statements
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import LLMError
 from rag_judge.metrics.grounding import Claim, Statement, alce_citations, grounding

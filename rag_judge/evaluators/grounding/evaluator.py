@@ -3,7 +3,7 @@ checked against the retrieved contexts, its citations checked against its suppor
 answer classified as an abstention or not.
 
 The judge's rounds are :mod:`rag_judge.judge.grounding`; the scores of what came back are
-:mod:`rag_judge.evaluators._grounding_score`. Every request of a run goes through one engine
+:mod:`rag_judge.evaluators.grounding.score`. Every request of a run goes through one engine
 (scheduler, rate limit, cache, usage). An unreadable reply is re-asked ``reask`` times with
 the problem quoted, then the sample is unscored with its reason.
 """
@@ -19,16 +19,16 @@ from pydantic import Field, model_serializer, model_validator
 from rag_judge._async import run_sync
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators._grounding_score import (
+from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final, Restated
+from rag_judge.evaluators.grounding.score import (
     CITATION_METRICS,
     CLAIM_METRICS,
     RATE_METRICS,
     score_sample,
 )
-from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final, Restated
 from rag_judge.evaluators.result import EvaluatorResult
-from rag_judge.judge.claims import CITATIONS_RUBRIC, CLAIMS_RUBRIC, VERDICTS_RUBRIC
-from rag_judge.judge.grounding import (
+from rag_judge.judge.grounding.claims import CITATIONS_RUBRIC, CLAIMS_RUBRIC, VERDICTS_RUBRIC
+from rag_judge.judge.grounding.rounds import (
     CitationOptions,
     Grounded,
     GroundingAsk,
