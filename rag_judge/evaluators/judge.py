@@ -20,8 +20,8 @@ from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final
 from rag_judge.evaluators.result import EvaluatorResult
 from rag_judge.judge import jury as jury_
 from rag_judge.judge.judging import Verdict
-from rag_judge.judge.panel import RubricPanel
-from rag_judge.judge.prompts import PromptError, PromptRenderer
+from rag_judge.judge.panel import JUDGE_CHUNK, Clients, RubricPanel
+from rag_judge.judge.prompts import compiled
 from rag_judge.judge.rubrics import (
     FILE_SUFFIXES,
     NORM,
@@ -32,15 +32,12 @@ from rag_judge.judge.rubrics import (
 )
 from rag_judge.judge.settings import Judge, flat_judge, judge_keys, local_cache
 from rag_judge.llm import ClientConfig
-from rag_judge.llm.base import LLMClient
 from rag_judge.llm.providers import no_calls
 from rag_judge.report.model import MetricInfo, MetricKind, Signature
 
 __all__ = ["DEFAULT_RUBRICS", "JUDGE_CHUNK", "JudgeEvaluator", "JudgeRun"]
 
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
-JUDGE_CHUNK = 2_000  # samples whose prompts are rendered and asked together
-Clients = LLMClient | Sequence[LLMClient] | None
 
 
 class JudgeEvaluator(Evaluator):
@@ -185,16 +182,10 @@ class JudgeEvaluator(Evaluator):
 
     def _panel(self, client: Clients) -> RubricPanel:
         rubrics = self.resolved_rubrics()
-        renderer = PromptRenderer(self.template_dirs)
-        try:
-            for rubric in rubrics:
-                renderer.load(rubric)
-        except PromptError as exc:
-            raise ConfigError(str(exc)) from None
-        judges = self.panel_judges()
-        sessions = [j.open(c) for j, c in zip(judges, _clients(client, len(judges)), strict=True)]
-        return RubricPanel(rubrics, renderer, sessions, n=self.n, logprobs=self.logprobs,
-                           top_logprobs=self.top_logprobs, jury=self.jury)  # fmt: skip
+        renderer = compiled(rubrics, self.template_dirs)
+        return RubricPanel.open(rubrics, renderer, self.panel_judges(), client, n=self.n,
+                                logprobs=self.logprobs, top_logprobs=self.top_logprobs,
+                                jury=self.jury)  # fmt: skip
 
     def dry_run(self, samples: Sequence[Sample], *, client: Clients = None) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for
@@ -237,7 +228,7 @@ class JudgeRun(EvaluatorRun):
                 _record(result, verdict)
             emit(result)
 
-        usage, final = self.panel.run(_rechunked(chunks), each)
+        usage, final = self.panel.run(chunks, each)
         return Final(signatures=final, usage=usage)
 
 
@@ -252,32 +243,3 @@ def _record(result: EvaluatorResult, verdict: Verdict) -> None:
         result.scores[name + NORM][i] = (entry.score - 1.0) / 4.0
     elif verdict.failure is not None:
         result.fail(i, verdict.failure, metrics=[name, name + NORM])
-
-
-def _rechunked(chunks: Iterable[Sequence[Sample]]) -> Iterable[Sequence[Sample]]:
-    """Chunks of at most ``JUDGE_CHUNK`` samples (a whole list handed to ``evaluate``)."""
-    for chunk in chunks:
-        if len(chunk) <= JUDGE_CHUNK:
-            yield chunk
-        else:
-            yield from (chunk[a : a + JUDGE_CHUNK] for a in range(0, len(chunk), JUDGE_CHUNK))
-
-
-def _clients(client: Clients, judges: int) -> list[LLMClient | None]:
-    """One client (or None: the configured one) per judge, in order."""
-    if client is None:
-        return [None] * judges
-    if not isinstance(client, Sequence):
-        if judges == 1:
-            return [client]
-        raise ValueError(f"a jury of {judges} judges takes one client per judge, in order; "
-                         "got one client")  # fmt: skip
-    if judges == 1:
-        raise ValueError(
-            f"{len(client)} clients given to a single judge: a list of clients is for a "
-            "jury (judges), one per judge; pass one client"
-        )
-    if len(client) != judges:
-        raise ValueError(f"a jury of {judges} judges takes one client per judge, in order; "
-                         f"got {len(client)} clients")  # fmt: skip
-    return list(client)

@@ -36,7 +36,7 @@ from rag_judge.judge.preference import (
     read_preference,
     to_side,
 )
-from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
+from rag_judge.judge.prompts import PromptError, PromptRenderer, compiled, sample_variables
 from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_rubrics
 from rag_judge.judge.settings import Judge, JudgeSession, flat_judge, judge_keys
 from rag_judge.judge.verdicts import Unscored
@@ -109,12 +109,7 @@ class PairwiseJudge(BaseModel):
         """Read the rubric (a file) and compile the pairwise template; a problem is a
         ConfigError."""
         rubric = self._pick(resolve_rubrics([self.rubric]))
-        renderer = PromptRenderer(self.template_dirs)
-        try:
-            renderer.load(rubric)
-        except PromptError as exc:
-            raise ConfigError(str(exc)) from None
-        return PreparedPair(rubric, renderer)
+        return PreparedPair(rubric, compiled([rubric], self.template_dirs))
 
     def signature(self, client: LLMClient, prepared: PreparedPair | None = None) -> Signature:
         rubric, renderer = prepared or self.prepare()

@@ -21,7 +21,7 @@ from rag_judge.judge.judging import Job, Verdict, build_jobs, verdicts
 from rag_judge.judge.jury import Jury, juror_names
 from rag_judge.judge.prompts import PromptRenderer
 from rag_judge.judge.rubrics import NORM, Rubric
-from rag_judge.judge.settings import JudgeSession, open_cache
+from rag_judge.judge.settings import Judge, JudgeSession, open_cache
 from rag_judge.judge.used import Used
 from rag_judge.judge.verdicts import (
     SCORE_LABELS,
@@ -35,7 +35,11 @@ from rag_judge.judge.verdicts import (
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest, LLMClient, Usage
 from rag_judge.report.model import Signature
 
-__all__ = ["Estimate", "RubricPanel", "scoring_of"]
+__all__ = ["JUDGE_CHUNK", "Clients", "Estimate", "RubricPanel", "scoring_of"]
+
+JUDGE_CHUNK = 2_000  # samples whose prompts are rendered and asked together
+# A client for each judge in place of the configured one: one, or a jury's list in order.
+Clients = LLMClient | Sequence[LLMClient] | None
 
 
 def scoring_of(client: LLMClient, logprobs: bool) -> Scoring:
@@ -77,6 +81,21 @@ class RubricPanel:
         self.scorings = [scoring_of(s.client, logprobs) for s in self.sessions]
         self.names = juror_names([s.name for s in self.sessions])
         self.planned = [self._signatures(s, m) for s, m in zip(sessions, self.scorings)]
+
+    @classmethod
+    def open(
+        cls,
+        rubrics: Sequence[Rubric],
+        renderer: PromptRenderer,
+        judges: Sequence[Judge],
+        clients: Clients = None,
+        **options: Any,
+    ) -> RubricPanel:
+        """A panel of ``judges``, each session opened on its client in ``clients`` (or its
+        configured one); ``options``: those of ``RubricPanel``."""
+        given = _clients(clients, len(judges))
+        sessions = [j.open(c) for j, c in zip(judges, given, strict=True)]
+        return cls(rubrics, renderer, sessions, **options)
 
     # ---- signatures --------------------------------------------------------------------
 
@@ -146,7 +165,7 @@ class RubricPanel:
         current: list[tuple[Sequence[Sample], dict[Scoring, list[Job]], list[Verdict]]] = []
 
         def requests() -> Iterator[list[list[CompletionRequest]]]:
-            for samples in chunks:
+            for samples in _rechunked(chunks):
                 jobs, failed = self.plan(samples)
                 current[:] = [(samples, jobs, failed)]
                 yield [[j.request for j in jobs[s]] for s in self.scorings]
@@ -208,3 +227,34 @@ def _updated(
             sig = out[metric]
             out[metric] = sig.model_copy(update={"options": {**sig.options, **update}})
     return out
+
+
+def _rechunked(chunks: Iterable[Sequence[Sample]]) -> Iterator[Sequence[Sample]]:
+    """Chunks of at most ``JUDGE_CHUNK`` samples (a whole list handed to ``evaluate``): only
+    one chunk's prompts and replies are alive at a time."""
+    for chunk in chunks:
+        starts = range(0, max(len(chunk), 1), JUDGE_CHUNK)
+        yield from (chunk[a : a + JUDGE_CHUNK] for a in starts)
+
+
+def _clients(client: Clients, judges: int) -> list[LLMClient | None]:
+    """One client (or None: the configured one) per judge, in order."""
+    if client is None:
+        return [None] * judges
+    if not isinstance(client, Sequence):
+        if judges == 1:
+            return [client]
+        raise ValueError(
+            f"a jury of {judges} judges takes one client per judge, in order; got one client"
+        )
+    if judges == 1:
+        raise ValueError(
+            f"{len(client)} clients given to a single judge: a list of clients is for a "
+            "jury (judges), one per judge; pass one client"
+        )
+    if len(client) != judges:
+        raise ValueError(
+            f"a jury of {judges} judges takes one client per judge, in order; "
+            f"got {len(client)} clients"
+        )
+    return list(client)

@@ -20,14 +20,21 @@ from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rag_judge.data.sample import Sample
-from rag_judge.errors import RagJudgeError
+from rag_judge.errors import ConfigError, RagJudgeError
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.llm import sections
 from rag_judge.llm.base import ChatMessage
 from rag_judge.llm.sections import neutralise
 from rag_judge.resources import resource_dir
 
-__all__ = ["PromptError", "PromptRenderer", "neutralise", "sample_variables", "section"]
+__all__ = [
+    "PromptError",
+    "PromptRenderer",
+    "compiled",
+    "neutralise",
+    "sample_variables",
+    "section",
+]
 
 USER_MARKER = "<<<USER>>>"
 DEFAULT_SYSTEM = (
@@ -202,3 +209,15 @@ class PromptRenderer:
             ChatMessage(role="system", content=system.strip()),
             ChatMessage(role="user", content=user.strip()),
         )
+
+
+def compiled(rubrics: Sequence[Rubric], template_dirs: Sequence[Path] = ()) -> PromptRenderer:
+    """A renderer with every rubric's template compiled once; a template that is missing or
+    does not parse is a ConfigError (a config problem, found before any sample)."""
+    renderer = PromptRenderer(template_dirs)
+    try:
+        for rubric in rubrics:
+            renderer.load(rubric)
+    except PromptError as exc:
+        raise ConfigError(str(exc)) from None
+    return renderer

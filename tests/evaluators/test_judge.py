@@ -399,7 +399,7 @@ def test_judging_in_chunks_gives_the_same_result_over_one_engine(
 ) -> None:
     """Prompts are rendered and asked a chunk of samples at a time (only one chunk's prompts
     alive at once), through one engine: the result is the one-chunk result."""
-    import rag_judge.evaluators.judge as judge_module
+    import rag_judge.judge.panel as judge_module
 
     whole = _judge().evaluate(FIVE, client=StubClient(Recorder(), model="scripted"))
     runs = _counting(monkeypatch)
