@@ -1,12 +1,13 @@
-"""Statistics as pure functions over arrays: exact means' seeded bootstrap intervals, the paired
-sign-flip test and p-value corrections (``bootstrap``), prediction-powered inference
-(``ppi``), and agreement between several coders (``agreement``)."""
+"""Statistics as pure functions over arrays: exact means' seeded bootstrap intervals (clustered
+by conversation too), the paired sign-flip test and p-value corrections (``bootstrap``),
+prediction-powered inference (``ppi``), and agreement between several coders (``agreement``)."""
 
 from rag_judge.stats.bootstrap import (
     CORRECTIONS,
     EXACT_MAX,
     adjust_pvalues,
     bootstrap_ci,
+    clustered_bootstrap_ci,
     sign_flip_pvalue,
 )
 from rag_judge.stats.ppi import (
@@ -31,6 +32,7 @@ __all__ = [
     "RoganGladenRate",
     "adjust_pvalues",
     "bootstrap_ci",
+    "clustered_bootstrap_ci",
     "mean_ci",
     "normal_mean_ci",
     "power_tuned_lambda",

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
 
-__all__ = ["CORRECTIONS", "EXACT_MAX", "adjust_pvalues", "bootstrap_ci", "sign_flip_pvalue"]
+__all__ = [
+    "CORRECTIONS",
+    "EXACT_MAX",
+    "adjust_pvalues",
+    "bootstrap_ci",
+    "clustered_bootstrap_ci",
+    "sign_flip_pvalue",
+]
 
 _CHUNK = 2_000_000  # resampled elements held in memory at once
 
@@ -44,6 +52,76 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+def clustered_bootstrap_ci(
+    values: NDArray[np.float64],
+    clusters: Sequence[Hashable] | NDArray[Any],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    statistic: Callable[[NDArray[np.float64]], float] | None = None,
+) -> tuple[float, float] | tuple[None, None]:
+    """Percentile bootstrap interval that resamples whole clusters (conversations), not rows.
+
+    ``clusters[i]`` labels row ``i`` (a turn) with its cluster. Each resample draws as many
+    clusters as there are, with replacement, and pools all the rows of the drawn clusters:
+    ``statistic`` (the mean by default) is computed over them. With one row per cluster the
+    interval is ``bootstrap_ci``'s for the same seed, bit for bit.
+    """
+    labels = list(clusters)
+    n = len(values)
+    if len(labels) != n:
+        raise ValueError(f"clustered_bootstrap_ci: {n} values but {len(labels)} cluster labels")
+    if n == 0 or resamples <= 0:
+        return None, None
+    # Clusters are numbered by first appearance, so singleton cluster i is row i. That makes
+    # the draw below the same index draw that bootstrap_ci makes, hence the same interval.
+    codes: dict[Hashable, int] = {}
+    of_row = np.fromiter((codes.setdefault(c, len(codes)) for c in labels), np.int64, n)
+    k = len(codes)
+    sizes = np.bincount(of_row, minlength=k)
+    rng = np.random.default_rng(seed)
+    if statistic is None:
+        flat = np.asarray(values, dtype=np.float64)
+        if flat.ndim != 1:
+            raise ValueError("clustered_bootstrap_ci: the mean needs 1-D values; pass a statistic")
+        # A pooled mean needs only each cluster's sum and size, so memory follows the clusters.
+        # With singletons each sum is its value and each count is 1, and numpy's mean is a sum
+        # over the row divided by its length: the same numbers as bootstrap_ci's.
+        sums = np.bincount(of_row, weights=flat, minlength=k)
+        counts = sizes.astype(np.float64)
+        stats = []
+        per_chunk = max(1, _CHUNK // k)
+        for start in range(0, resamples, per_chunk):
+            size = min(per_chunk, resamples - start)
+            drawn = rng.integers(0, k, size=(size, k))
+            stats.append(sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1))
+        boot = np.concatenate(stats)
+    else:
+        order = np.argsort(of_row, kind="stable")  # rows grouped by cluster, in row order
+        starts = np.cumsum(sizes) - sizes
+        boot = np.empty(resamples)
+        for i in range(resamples):
+            boot[i] = statistic(values[_pooled(order, starts, sizes, rng.integers(0, k, size=k))])
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def _pooled(
+    order: NDArray[np.intp],
+    starts: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    drawn: NDArray[np.int64],
+) -> NDArray[np.intp]:
+    """The rows of the drawn clusters, cluster after cluster, each in row order."""
+    lengths = sizes[drawn]
+    offsets = np.cumsum(lengths) - lengths  # where each drawn cluster begins in the output
+    within = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+    rows: NDArray[np.intp] = order[np.repeat(starts[drawn], lengths) + within]
+    return rows
 
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
