@@ -263,6 +263,10 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[Any, str,
         origin = get_origin(bare)
         args = [a for a in get_args(bare) if a is not Ellipsis]
         found = _model_of(bare)
+        tagged = _tagged_member(bare, part)
+        if tagged is not None:  # a discriminated union's tag: not a key of the user's input
+            annotation = tagged
+            continue
         if found is not None and isinstance(part, str):
             annotation = _model_field(found, part)
             step, pstep = f".{part}", f".{part}"
@@ -278,6 +282,19 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[Any, str,
         field = field + step if field or step.startswith("[") else step[1:]
         pattern = pattern + pstep if pattern or pstep.startswith("[") else pstep[1:]
     return annotation, field, pattern
+
+
+def _tagged_member(union: Any, part: int | str) -> Any:
+    """The member of a discriminated union that ``part`` tags (pydantic puts the tag in an
+    error's location), or None."""
+    if get_origin(union) not in (Union, UnionType) or not isinstance(part, str):
+        return None
+    for member in get_args(union):
+        if get_origin(member) is Annotated and any(
+            getattr(m, "tag", None) == part for m in get_args(member)[1:]
+        ):
+            return member
+    return None
 
 
 def _bare(annotation: Any) -> Any:

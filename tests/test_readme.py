@@ -229,7 +229,8 @@ def test_the_matrix_example_is_configs_matrix_yaml() -> None:
 def test_the_dataset_example_is_a_valid_sample() -> None:
     from rag_judge import Sample
 
-    block, spans = [b for b in BLOCKS if b.lang == "json" and '"summary"' not in b.code]
+    samples = [b for b in BLOCKS if b.lang == "json" and '"summary"' not in b.code]
+    block, spans = [b for b in samples if '"turns"' not in b.code]
     # the span-labelled example: valid, and its labels land on both chunks as the text says
     from rag_judge.data.chunks import graded
 
@@ -238,6 +239,17 @@ def test_the_dataset_example_is_a_valid_sample() -> None:
     assert graded(labelled, level="document").ranked == [2.0, 1.0]
     sample = Sample.model_validate(json.loads(block.code))
     assert sample.judged_grades() == {"d3": 3, "d7": 2}
+
+
+def test_the_conversation_example_is_a_valid_sample() -> None:
+    from rag_judge import Sample
+
+    (block,) = [b for b in BLOCKS if b.lang == "json" and '"turns"' in b.code]
+    sample = Sample.model_validate_json(block.code)
+    first, second = sample.conversation_turns()
+    assert len(first.retrieval_steps()) == len(second.retrieval_steps()) == 1
+    assert [c.tool for c in second.tool_calls()] == ["calculator"]
+    assert sample.expected_tools_for(1) is not None and sample.goal
 
 
 def test_the_trec_example_files_are_the_demo_data(tmp_path: Path) -> None:

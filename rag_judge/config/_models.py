@@ -87,7 +87,7 @@ class ExperimentConfig(BaseModel):
     name: str = "experiment"
     dataset: Path | None = None
     dataset_format: Literal["jsonl", "csv", "parquet"] | None = None  # None: from the extension
-    dataset_layout: Literal["rag-judge", "ragas"] | None = None  # None: from the column names
+    dataset_layout: Literal["rag-judge", "ragas", "deepeval"] | None = None  # None: from columns
     # A live system to evaluate: "package.module:function" or "file.py:function", called with
     # each question; its answers and contexts replace the dataset's.
     target: str | None = None

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rag_judge.data.context import (
+    MODEL_CONFIG,
+    Context,
+    Flag,
+    Number,
+    Qrel,
+    one_or_many,
+    repeated_doc_id,
+    texts_as_contexts,
+    unset,
 )
+from rag_judge.data.conversation import ExpectedTools, RetrievalStep, Turn
 
 __all__ = ["Context", "Dataset", "Qrel", "Sample", "duplicate_id"]
-
-_MODEL_CONFIG = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
 # What a field of a sample takes, in JSON's words, where its type does not say it all: for
 # rag_judge.messages.input_problems, by field pattern.
@@ -42,78 +46,33 @@ SAMPLE_EXPECTED = {
     "qrels[].end": "a character offset into the document, past the span's last character",
     "answerable": "true or false (whether the question can be answered from the material)",
 }
-
-
-def _unset(value: object) -> bool:
-    return value is None
-
-
-def _native(value: Any) -> Any:
-    # A numpy scalar (a retriever's float32 score, pandas' bool_) is its Python value.
-    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
-
-
-def _integral(value: Any) -> Any:
-    # An offset written as 3.0 (pandas turns an integer column with gaps into floats) is 3.
-    value = _native(value)
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-# Numbers and booleans come as JSON numbers and booleans. A string where one belongs ("3",
-# "no") is an error naming the field, never a guess: lax parsing read "no" as false and "3" as
-# a grade. An integer is a number; an integral float is an offset. (CSV cells are text: the CSV
-# reader turns an `answerable` cell of true/false into a boolean, and structured cells are JSON.)
-Number = Annotated[float, Field(strict=True), BeforeValidator(_native)]
-Offset = Annotated[int, Field(strict=True, ge=0), BeforeValidator(_integral)]
-Flag = Annotated[bool, Field(strict=True), BeforeValidator(_native)]
-
-
-def _check_span(owner: str, doc_id: str | None, start: int | None, end: int | None) -> None:
-    if (start is None) != (end is None):
-        raise ValueError(f"{owner} needs both 'start' and 'end', or neither")
-    if start is not None and doc_id is None:
-        raise ValueError(f"{owner} with offsets needs the 'doc_id' they point into")
-    if start is not None and end is not None and not 0 <= start < end:
-        raise ValueError(f"{owner} needs 0 <= start < end, got start={start}, end={end}")
-
-
-class Context(BaseModel):
-    """One retrieved chunk. ``relevance`` is its own graded judgment, when the data carries one;
-    ``doc_id`` and the character offsets ``[start, end)`` say where in a document it was cut
-    from, so span- and document-level labels (``Sample.qrels``) survive re-chunking."""
-
-    model_config = _MODEL_CONFIG
-
-    id: str | None = None
-    text: str = ""
-    score: Number | None = None
-    relevance: Number | None = None
-    # Left out of a dump when unset, so reports of data without them stay as they were.
-    doc_id: str | None = Field(default=None, exclude_if=_unset)
-    start: Offset | None = Field(default=None, exclude_if=_unset)
-    end: Offset | None = Field(default=None, exclude_if=_unset)
-
-    @model_validator(mode="after")
-    def _span(self) -> Context:
-        _check_span("a context", self.doc_id, self.start, self.end)
-        return self
-
-
-class Qrel(BaseModel):
-    """A relevance label on a whole document (no offsets) or on the characters
-    ``[start, end)`` of one; mapped onto the retrieved chunks at run time."""
-
-    model_config = _MODEL_CONFIG
-
-    doc_id: str = Field(min_length=1)
-    relevance: Number
-    start: Offset | None = Field(default=None, exclude_if=_unset)
-    end: Offset | None = Field(default=None, exclude_if=_unset)
-
-    @model_validator(mode="after")
-    def _span(self) -> Qrel:
-        _check_span("a qrel", self.doc_id, self.start, self.end)
-        return self
+# A turn's fields take what the sample's of the same name take; a retrieval step's contexts
+# take what the sample's contexts take.
+_GOLD = ("references", "relevance", "qrels")
+SAMPLE_EXPECTED.update(
+    {
+        f"turns[].{k}": v
+        for k, v in SAMPLE_EXPECTED.items()
+        if k.split("[")[0].split(".")[0] in _GOLD
+    }
+    | {f"turns[].steps[].{k}": v for k, v in SAMPLE_EXPECTED.items() if k.startswith("contexts")}
+    | {
+        "turns": "a list of objects with keys question, steps, answer, references, relevance, "
+        "qrels, metadata",
+        "turns[].steps": "a list of retrieval steps ({query, contexts}) and tool calls "
+        "({tool, arguments, result}), in the order they happened",
+        "turns[].steps[].arguments": "an object of argument name to value",
+        "turns[].metadata": "an object",
+        "expected_tools": "a list of objects with keys turn, calls, order",
+        "expected_tools[].turn": "the index of a turn (an integer >= 0; 0 is the first turn)",
+        "expected_tools[].calls": "a list of tool names or of objects with keys tool, arguments",
+        "expected_tools[].calls[]": "a tool name or an object with keys tool, arguments",
+        "expected_tools[].calls[].arguments": "an object of argument name to value",
+        "goal": "a string (what the conversation should achieve)",
+    }
+)
+# The fields of a single-turn sample that a conversation keeps in its turns instead.
+_TURN_FIELDS = ("question", "contexts", "answer", "references", "relevance", "qrels")
 
 
 class Sample(BaseModel):
@@ -123,9 +82,16 @@ class Sample(BaseModel):
     of the query, retrieved or not; ``None`` means the sample carries no judgments at all, while
     ``{}`` means it was judged and nothing is relevant. ``qrels`` label documents or character
     spans of them instead (``rag_judge.data.chunks`` maps them onto the chunks).
+
+    A conversation (or an agent's several steps) holds ``turns`` instead
+    (``rag_judge.data.conversation``); then the single-turn fields (question, contexts, answer,
+    references, relevance, qrels) are absent, each turn holding its own, so nothing is said
+    twice. ``expected_tools`` are the tool calls expected of a turn or of the whole
+    conversation, ``goal`` what the conversation should achieve. A single-turn sample is the
+    one-turn, one-step case of a conversation: :meth:`conversation_turns`.
     """
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     id: str = Field(min_length=1)
     question: str | None = None
@@ -133,35 +99,89 @@ class Sample(BaseModel):
     answer: str | None = None
     references: tuple[str, ...] = ()
     relevance: dict[str, Number] | None = None
-    qrels: tuple[Qrel, ...] | None = Field(default=None, exclude_if=_unset)
+    qrels: tuple[Qrel, ...] | None = Field(default=None, exclude_if=unset)
     answerable: Flag | None = None  # whether the material holds an answer (None: not said)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Left out of a dump when unset: a single-turn sample serializes as it always did.
+    turns: tuple[Turn, ...] | None = Field(default=None, min_length=1, exclude_if=unset)
+    expected_tools: tuple[ExpectedTools, ...] | None = Field(default=None, exclude_if=unset)
+    goal: str | None = Field(default=None, exclude_if=unset)
 
     @field_validator("contexts", mode="before")
     @classmethod
     def _plain_strings(cls, value: Any) -> Any:
-        # A list of plain strings is a common shape (ragas, LangChain): accept it as texts.
-        if isinstance(value, list | tuple):
-            return [{"text": v} if isinstance(v, str) else v for v in value]
-        return value
+        return texts_as_contexts(value)
 
     @field_validator("references", mode="before")
     @classmethod
     def _single_reference(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        return one_or_many(value)
 
     @model_validator(mode="after")
     def _unique_context_ids(self) -> Sample:
-        seen: set[str] = set()
-        for ctx in self.contexts:
-            if ctx.id is None:
-                continue
-            if ctx.id in seen:
-                raise ValueError(
-                    f"doc id {ctx.id!r} appears twice in the ranking of query {self.id!r}"
-                )
-            seen.add(ctx.id)
+        doc = repeated_doc_id(self.contexts)
+        if doc is not None:
+            raise ValueError(f"doc id {doc!r} appears twice in the ranking of query {self.id!r}")
         return self
+
+    @model_validator(mode="after")
+    def _conversation_rules(self) -> Sample:
+        if self.turns is None and self.expected_tools is None:
+            return self  # a single-turn sample: nothing more to check
+        if self.turns is not None:
+            beside = [f for f in _TURN_FIELDS if getattr(self, f) not in (None, ())]
+            if beside:
+                raise ValueError(
+                    f"{', '.join(repr(f) for f in beside)} beside 'turns': a conversation keeps "
+                    f"each turn's {', '.join(_TURN_FIELDS)} in that turn"
+                )
+        count = self._turn_count()
+        seen: set[int | None] = set()
+        for i, expected in enumerate(self.expected_tools or ()):
+            if expected.turn is not None and expected.turn >= count:
+                raise ValueError(
+                    f"expected_tools[{i}] is for turn {expected.turn}, past the last turn, "
+                    f"turn {count - 1} (turns count from 0)"
+                )
+            key = self._turn_key(expected.turn)
+            if key in seen:
+                whose = "the whole conversation" if key is None else f"turn {key}"
+                raise ValueError(f"expected_tools[{i}]: {whose} already has its expected tools")
+            seen.add(key)
+        return self
+
+    def _turn_key(self, turn: int | None) -> int | None:
+        # In a one-turn sample the whole conversation is turn 0.
+        return 0 if turn is None and self._turn_count() == 1 else turn
+
+    def _turn_count(self) -> int:
+        return 1 if self.turns is None else len(self.turns)
+
+    def is_conversation(self) -> bool:
+        """Whether the sample holds ``turns`` (else it is a single-turn sample)."""
+        return self.turns is not None
+
+    def conversation_turns(self) -> tuple[Turn, ...]:
+        """The sample's turns. A single-turn sample is one turn whose one retrieval step holds
+        its contexts (the step's query is not recorded: None)."""
+        if self.turns is not None:
+            return self.turns
+        step = RetrievalStep(contexts=self.contexts)
+        turn = Turn(
+            question=self.question,
+            steps=(step,),
+            answer=self.answer,
+            references=self.references,
+            relevance=self.relevance,
+            qrels=self.qrels,
+        )
+        return (turn,)
+
+    def expected_tools_for(self, turn: int | None) -> ExpectedTools | None:
+        """The tool calls expected of turn ``turn`` (from 0), or with None of the whole
+        conversation (in a one-turn sample, the same as turn 0); None when none are."""
+        key = self._turn_key(turn)
+        return next((e for e in self.expected_tools or () if self._turn_key(e.turn) == key), None)
 
     def has_judgments(self) -> bool:
         """Whether anything grades the sample's retrieval: ``qrels``, ``relevance`` or a

@@ -5,6 +5,14 @@ A target is any callable taking the question string, sync or async, named in a c
 ``package.module:function`` or ``path/to/file.py:function``. It returns a dict
 ``{"answer": str, "contexts": [str | {"id", "text", "score"}]}``, a tuple ``(answer, contexts)``
 or an object with ``.answer`` and ``.contexts``.
+
+An agent that retrieves several times or calls tools returns its steps instead of contexts:
+``{"answer": str, "steps": [{"query", "contexts"} | {"tool", "arguments", "result"}]}`` (or an
+object with ``.answer`` and ``.steps``), one turn. A conversation returns
+``{"turns": [{"question", "steps", "answer"}, ...]}`` (or an object with ``.turns``; turns and
+steps may be ``rag_judge.data.conversation`` models). Either makes the sample a conversation
+(``Sample.turns``): the first turn's question is the sample's when the target leaves it out, and
+the sample's references, relevance and qrels go to that turn unless it brings its own.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from pydantic import ValidationError
 
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
+from rag_judge.data.conversation import Turn
 from rag_judge.data.sample import SAMPLE_EXPECTED, Context, Sample
 from rag_judge.errors import ConfigError
 from rag_judge.messages import input_problems
@@ -36,9 +45,21 @@ __all__ = ["TargetRun", "resolve_target", "run_target", "run_target_sync"]
 Target = Callable[[str], Any]
 _SHAPES = (
     "a dict {'answer': str, 'contexts': [...]}, a tuple (answer, contexts) "
-    "or an object with .answer and .contexts"
+    "or an object with .answer and .contexts (or .steps instead of .contexts, or .turns)"
 )
-_DICT_KEYS = ("answer", "contexts")
+_DICT_KEYS = ("answer", "contexts", "steps", "turns")
+# The fields a conversation keeps in its turns; the first turn takes the sample's gold data.
+_GOLD = ("references", "relevance", "qrels")
+
+
+@dataclass(frozen=True)
+class _Output:
+    """What a target returned: an answer with contexts or steps, or whole turns."""
+
+    answer: Any = None
+    contexts: Any = None
+    steps: Any = None
+    turns: Any = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +170,7 @@ async def run_target(
 
     async def attempt(sample: Sample) -> tuple[Sample, float | None, str | None]:
         if sample.question is None:
-            return _failed(sample), None, "the sample has no question"
+            return _failed(sample), None, _no_question(sample)
         async with limit:
             start = time.perf_counter()
             try:
@@ -210,13 +231,23 @@ def _caller(target: Target, executor: ThreadPoolExecutor | None) -> Callable[[st
     return call
 
 
+def _no_question(sample: Sample) -> str:
+    if sample.is_conversation():
+        return "the sample is a conversation: a target is called with one question"
+    return "the sample has no question"
+
+
 def _failed(sample: Sample) -> Sample:
     return sample.model_copy(update={"answer": None, "contexts": ()})
 
 
 def _filled(sample: Sample, value: Any) -> Sample:
-    """The sample with the target's answer and contexts; ValueError names a wrong shape."""
-    answer, contexts = _unpack(value)
+    """The sample with the target's answer and contexts (or turns); ValueError names a wrong
+    shape."""
+    out = _unpack(value)
+    if out.turns is not None or out.steps is not None:
+        return _validated(_conversation(sample, out))
+    answer, contexts = out.answer, out.contexts
     if not isinstance(answer, str):
         raise ValueError(f"target returned an answer of type {type(answer).__name__}, not str")
     if contexts is None:
@@ -228,8 +259,41 @@ def _filled(sample: Sample, value: Any) -> Sample:
         )
     items = [c.model_dump() if isinstance(c, Context) else c for c in contexts]
     data = sample.model_dump(exclude={"answer", "contexts"})
+    return _validated({**data, "answer": answer, "contexts": items})
+
+
+def _conversation(sample: Sample, out: _Output) -> dict[str, Any]:
+    """The sample's fields with the target's turns (or its one turn of steps)."""
+    if out.turns is None:
+        if not isinstance(out.answer, str):
+            raise ValueError(
+                f"target returned an answer of type {type(out.answer).__name__}, not str"
+            )
+        turns: Any = [{"steps": out.steps, "answer": out.answer}]
+    else:
+        turns = out.turns
+    if isinstance(turns, str) or not isinstance(turns, Sequence) or not turns:
+        raise ValueError(
+            f"target returned turns of type {type(turns).__name__}; expected a non-empty list "
+            "of {'question', 'steps', 'answer'} objects"
+        )
+    turns = [t.model_dump() if isinstance(t, Turn) else t for t in turns]
+    first = turns[0]
+    if isinstance(first, Mapping):
+        first = dict(first)
+        if first.get("question") is None:
+            first["question"] = sample.question
+        for key in _GOLD:
+            if first.get(key) in (None, (), []) and getattr(sample, key) not in (None, ()):
+                first[key] = getattr(sample, key)
+        turns = [first, *turns[1:]]
+    data = sample.model_dump(exclude={"question", "answer", "contexts", *_GOLD, "turns"})
+    return {**data, "turns": turns}
+
+
+def _validated(data: dict[str, Any]) -> Sample:
     try:
-        return Sample.model_validate({**data, "answer": answer, "contexts": items})
+        return Sample.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"'{p.field}': {p.message}" if p.field else p.message
@@ -238,16 +302,38 @@ def _filled(sample: Sample, value: Any) -> Sample:
         raise ValueError(f"target returned invalid output: {problems}") from None
 
 
-def _unpack(value: Any) -> tuple[Any, Any]:
+def _unpack(value: Any) -> _Output:
     if isinstance(value, Mapping):
         unknown = [k for k in value if k not in _DICT_KEYS]
-        if "answer" not in value or unknown:
+        if "turns" in value and len(value) > 1:
+            others = ", ".join(repr(k) for k in value if k != "turns")
+            raise ValueError(
+                f"target returned a dict with 'turns' beside {others}; the turns hold the "
+                "answers and steps"
+            )
+        if ("answer" not in value and "turns" not in value) or unknown:
             what = f"unknown key {unknown[0]!r}" if unknown else "no 'answer' key"
             raise ValueError(f"target returned a dict with {what}; expected {_SHAPES}")
-        return value["answer"], value.get("contexts")
+        if value.get("contexts") and value.get("steps") is not None:
+            raise ValueError(
+                "target returned a dict with both 'contexts' and 'steps'; a retrieval step "
+                "holds contexts"
+            )
+        return _Output(
+            value.get("answer"), value.get("contexts"), value.get("steps"), value.get("turns")
+        )
     if isinstance(value, tuple) and len(value) == 2:
-        return value[0], value[1]
+        return _Output(value[0], value[1])
+    if getattr(value, "turns", None) is not None and not isinstance(value, str | bytes):
+        return _Output(turns=value.turns)
     if hasattr(value, "answer") and not isinstance(value, str | bytes):
-        return value.answer, getattr(value, "contexts", None)
+        steps = getattr(value, "steps", None)
+        contexts = getattr(value, "contexts", None)
+        if steps is not None and contexts:
+            raise ValueError(
+                "target returned an object with both .contexts and .steps; a retrieval step "
+                "holds contexts"
+            )
+        return _Output(value.answer, contexts, steps)
     shape = f"a tuple of {len(value)}" if isinstance(value, tuple) else type(value).__name__
     raise ValueError(f"target returned {shape}; expected {_SHAPES}")

@@ -255,7 +255,7 @@ def test_ragas_errors_name_the_ragas_column(tmp_path: Path) -> None:
             {"format": "xlsx"},
             "unknown dataset format 'xlsx'; valid formats: csv, jsonl, parquet",
         ),
-        ("d.csv", "id\nq\n", {"layout": "deepeval"}, "valid layouts: rag-judge, ragas"),
+        ("d.csv", "id\nq\n", {"layout": "langsmith"}, "valid layouts: rag-judge, ragas, deepeval"),
         (
             "d.jsonl",
             '{"user_input": "q", "retrieved_context": 1}\n',
@@ -335,7 +335,8 @@ BAD_DATASETS = [
         "d.jsonl",
         {"id": "q1", "refrences": ["x"]},
         "2: unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
-        "contexts, answer, references, relevance, qrels, answerable, metadata",
+        "contexts, answer, references, relevance, qrels, answerable, metadata, turns, "
+        "expected_tools, goal",
     ),
     ("d.jsonl", "[1, 2]", "2: expected a JSON object (one sample per line), got a list"),
     ("d.jsonl", '"q1"', "2: expected a JSON object (one sample per line), got the string 'q1'"),
@@ -404,7 +405,7 @@ BAD_DATASETS = [
         "id,questoin\nq1,x\n",
         "1: unknown column 'questoin' (did you mean 'question'?) for the rag-judge layout; "
         "valid columns: id, question, answer, references, contexts, relevance, qrels, answerable, "
-        "metadata",
+        "metadata, turns, expected_tools, goal",
     ),
 ]
 

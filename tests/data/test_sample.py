@@ -63,7 +63,8 @@ def test_reads_the_design_example(tmp_path: Path) -> None:
         (
             '{"id": "a", "refrences": ["typo"]}',
             "unknown key 'refrences' (did you mean 'references'?); legal keys: id, question, "
-            "contexts, answer, references, relevance, qrels, answerable, metadata",
+            "contexts, answer, references, relevance, qrels, answerable, metadata, turns, "
+            "expected_tools, goal",
         ),
         (
             '{"id": "a", "contexts": [{"id": "d1"}, {"id": "d1"}]}',
