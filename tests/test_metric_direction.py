@@ -71,7 +71,7 @@ def _retrieval_names() -> list[str]:
 def built_in() -> dict[str, Direction]:
     """Every built-in evaluator's metrics (every retrieval family, at both levels; every
     ROUGE type and measure; chrF at each word order; every built-in rubric) with the direction
-    their ``metric_info`` declares, and the target's latency."""
+    their ``metric_info`` declares, every tools metric, and the target's latency."""
     evaluators = [
         RetrievalEvaluator(metrics=tuple(_retrieval_names())),
         RetrievalEvaluator(metrics=tuple(_retrieval_names()), level="document"),
@@ -82,6 +82,7 @@ def built_in() -> dict[str, Direction]:
         EVALUATORS["bertscore"](),
         JudgeEvaluator(rubrics=tuple(BUILTIN_RUBRICS)),
         GroundingEvaluator(),
+        EVALUATORS["tools"](),
     ]
     declared = {m: e.metric_info(m).direction for e in evaluators for m in e.metric_names()}
     return {**declared, "latency_s": LATENCY.direction}

@@ -21,6 +21,7 @@ from rag_judge.evaluators.judge import JudgeEvaluator
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.evaluators.rouge import RougeEvaluator
 from rag_judge.evaluators.sacrebleu import BleuEvaluator, ChrfEvaluator, TerEvaluator
+from rag_judge.evaluators.tools import ToolsEvaluator
 
 __all__ = [
     "EVALUATORS",
@@ -36,6 +37,7 @@ __all__ = [
     "RetrievalEvaluator",
     "RougeEvaluator",
     "TerEvaluator",
+    "ToolsEvaluator",
     "evaluator_class",
     "validate_evaluators",
 ]
@@ -50,6 +52,7 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "bertscore": BERTScoreEvaluator,
     "judge": JudgeEvaluator,
     "grounding": GroundingEvaluator,
+    "tools": ToolsEvaluator,
 }
 
 

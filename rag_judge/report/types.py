@@ -102,6 +102,7 @@ class MetricKind(str, Enum):
     EMBEDDING = "embedding"
     JUDGE = "judge"
     LATENCY = "latency"
+    TOOLS = "tools"  # an agent's tool calls against the ones its sample expects
     CUSTOM = "custom"  # a user's evaluator that names no kind
 
 

@@ -129,7 +129,8 @@ def test_a_missing_dataset_names_the_config_line_or_the_option(tmp_path: Path, c
          "k.yaml:1: bootstrap: expected a mapping of keys to values"),
         ("metrics: [map]\nevaluators: [{type: retrieval}]\n",
          "k.yaml:1: metrics: unknown key 'metrics' here: it is an option of an evaluator (an "
-         "item of evaluators) of type retrieval, bertscore; legal keys here: name, dataset, "),
+         "item of evaluators) of type retrieval, bertscore, tools; legal keys here: name, "
+         "dataset, "),
         ("evaluators:\n  - type: judge\n    model: m\n",
          "k.yaml:3: evaluators[0].model: unknown key 'model' here: it is an option of a judge's "
          "client (client: {...}); legal keys here: type, rubrics, client,"),

@@ -62,6 +62,7 @@ _GROUPS: tuple[tuple[str, frozenset[MetricKind]], ...] = (
     ("judge", frozenset({MetricKind.JUDGE})),
     ("generation", frozenset({MetricKind.LEXICAL, MetricKind.EMBEDDING})),
     ("retrieval", frozenset({MetricKind.RETRIEVAL})),
+    ("tools", frozenset({MetricKind.TOOLS})),
     ("other", frozenset({MetricKind.LATENCY, MetricKind.CUSTOM})),
 )
 
@@ -74,7 +75,7 @@ def is_twin(metric: str, report: Report) -> bool:
 
 def column_groups(report: Report, metrics: Sequence[str]) -> list[tuple[str, list[str]]]:
     """``metrics`` grouped by kind for the sample table (judge, generation: lexical and
-    embedding, retrieval, other), each group in summary order; empty groups left out."""
+    embedding, retrieval, tools, other), each group in summary order; empty groups left out."""
     groups = [
         (label, [m for m in metrics if report.summary[m].kind in kinds]) for label, kinds in _GROUPS
     ]
