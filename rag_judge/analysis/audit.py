@@ -244,11 +244,11 @@ def audit_report(
 def failed_judge_warnings(report: Report) -> list[ReportWarning]:
     """One warning per judge (the models of a signature's ``judge`` option) whose metrics got
     no verdict on any sample they were asked about: errors, no value. A rubric restated over a
-    subset (``given``) repeats its rubric's failure and is left out."""
+    subset (``restates``) repeats its rubric's failure and is left out."""
     failed: dict[tuple[str, ...], list[str]] = {}
     for metric in report.judge_rubrics():
         s, sig = report.summary[metric], report.signatures.get(metric)
-        if s.n == 0 and s.errors > 0 and not (sig is not None and "given" in sig.options):
+        if s.n == 0 and s.errors > 0 and s.restates is None:
             failed.setdefault(tuple(sig.judges()) if sig is not None else (), []).append(metric)
     if not failed:
         return []

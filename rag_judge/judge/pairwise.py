@@ -41,7 +41,7 @@ from rag_judge.judge.rubrics import FILE_SUFFIXES, Rubric, check_specs, resolve_
 from rag_judge.judge.settings import Judge, JudgeSession, flat_judge, judge_keys
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
-from rag_judge.report.model import Signature
+from rag_judge.report.model import Failure, FailureKind, Signature
 from rag_judge.stats import bootstrap_ci
 
 __all__ = ["PairOutcome", "PairVerdict", "PairwiseJudge", "PairwiseResult"]
@@ -276,10 +276,12 @@ def _verdict(order: Order, outcome: Outcome[Preference]) -> PairVerdict:
     if isinstance(found, Preference):
         verdict.winner, verdict.reason, verdict.probs = found.winner, found.reason, found.probs
         verdict.preferred = to_side(found.winner, order)
-    elif isinstance(found, Unscored):
-        verdict.reason = f"unscored: {found.reason}"
     else:
-        verdict.reason = f"judge call failed: {found}"
+        if isinstance(found, Unscored):
+            verdict.failure = Failure(kind=FailureKind.UNSCORED, message=found.reason)
+        else:
+            verdict.failure = Failure(message=f"judge call failed: {found}")
+        verdict.reason = verdict.failure.text()
     return verdict
 
 

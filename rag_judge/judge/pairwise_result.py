@@ -12,7 +12,7 @@ from rag_judge._version import __version__
 from rag_judge.judge.preference import Order, Side, Winner
 from rag_judge.llm.base import Usage
 from rag_judge.report.format import Column, Table, text_table
-from rag_judge.report.model import Signature
+from rag_judge.report.model import Failure, Signature
 
 __all__ = ["PairOutcome", "PairVerdict", "PairwiseResult"]
 
@@ -33,10 +33,14 @@ class PairVerdict(BaseModel):
     attempts: int = 1
     cached: bool = False
     probs: dict[str, float] | None = None
+    # Why there is no verdict, typed (unscored: the reply held none; error: the call failed);
+    # ``reason`` is its text then, as the outputs print it.
+    failure: Failure | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """As in the JSON output: ``probs`` only where a distribution was read."""
-        return self.model_dump(exclude={"probs"} if self.probs is None else set())
+        """As in the JSON output: ``probs`` only where a distribution was read; the failure
+        as its text, in ``reason``."""
+        return self.model_dump(exclude={"failure"} | ({"probs"} if self.probs is None else set()))
 
 
 @dataclass

@@ -22,6 +22,7 @@ from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import CompletionRequest, LLMError
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.providers.stub import StubClient, parse_sections, scripted
+from rag_judge.report.model import FailureKind
 
 REF = "The Pacific Ocean is the largest ocean on Earth."
 
@@ -142,6 +143,10 @@ def test_unreadable_reply_is_reasked_once_then_unscored() -> None:
     q1, q2, q3 = result.pairs
     assert q1.outcome is None and q1.consistent is None
     assert q1.reason is not None and "order AB: unscored: no JSON object" in q1.reason
+    # what went wrong is typed; the text is only how the outputs print it
+    failed = [v.failure for v in q1.verdicts if v.failure is not None]
+    assert failed and all(f.kind is FailureKind.UNSCORED for f in failed)
+    assert "failure" not in q1.verdicts[0].to_dict()
     assert [v.attempts for v in q1.verdicts] == [2, 2]
     assert q2.outcome == "B" and [v.attempts for v in q2.verdicts] == [2, 2]
     assert q3.outcome == "B" and [v.attempts for v in q3.verdicts] == [1, 1]
