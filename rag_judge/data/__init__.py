@@ -1,4 +1,5 @@
-"""Data in: the sample model and conversations (turns of retrieval and tool-call steps),
+"""Data in: the sample model and conversations (turns of retrieval and tool-call steps, and
+the plain samples they expand into per step or per turn),
 dataset readers (JSONL, CSV, Parquet; the ragas and DeepEval layouts), TREC files and rankings
 (``rag_judge.data.trec``), and a live target system (``rag_judge.data.target``).
 
@@ -14,6 +15,7 @@ if _typing.TYPE_CHECKING:
     from rag_judge.data.jsonl import read_jsonl, write_jsonl
     from rag_judge.data.readers import load_dataset
     from rag_judge.data.sample import Dataset, Sample
+    from rag_judge.data.units import Unit, step_samples, turn_samples, unit_of
 
 __all__ = [
     "Context",
@@ -23,8 +25,12 @@ __all__ = [
     "Sample",
     "ToolStep",
     "Turn",
+    "Unit",
     "load_dataset",
     "read_jsonl",
+    "step_samples",
+    "turn_samples",
+    "unit_of",
     "write_jsonl",
 ]
 
@@ -37,6 +43,7 @@ _HOME = {
     ),
     **dict.fromkeys(["read_jsonl", "write_jsonl"], "rag_judge.data.jsonl"),
     "load_dataset": "rag_judge.data.readers",
+    **dict.fromkeys(["Unit", "step_samples", "turn_samples", "unit_of"], "rag_judge.data.units"),
 }
 
 
