@@ -195,7 +195,7 @@ def test_an_evaluator_option_typo_suggests_that_evaluators_option(tmp_path: Path
     assert msg.endswith(
         "k.yaml:4: evaluators[0].metrcs: unknown key 'metrcs' (did you mean 'metrics'?); "
         "legal keys: type, metrics, relevance_threshold, level, overlap, max_docs, judged, "
-        "min_judged, relevance_from, prefix"
+        "min_judged, relevance_from, prefix, per"
     )
     # the judge's own options, not the retrieval evaluator's
     msg = unknown_key_error(tmp_path, "evaluators:\n  - type: judge\n    logprob: true\n")

@@ -81,6 +81,23 @@ def test_uneven_shards(cluster: None) -> None:
     assert [s.errors for s in sharded.samples] == [s.errors for s in local.samples]
 
 
+def test_a_per_step_evaluator_runs_in_the_driver_beside_the_shards(cluster: None) -> None:
+    from rag_judge.evaluators.retrieval import RetrievalEvaluator
+
+    stepped = RetrievalEvaluator(metrics=["ndcg@5", "mrr"], relevance_threshold=1, per="step")
+    evaluators = [*_config().evaluators, stepped]
+    local = Pipeline(_config(evaluators=evaluators)).run().report
+    sharded = Pipeline(_config(evaluators=evaluators, executor="ray", ray={"shards": 4}))
+    assert sharded.run().report.summary == local.summary
+    # Single-turn samples are their own one step and conversation each: the clustered interval
+    # of singleton clusters is the plain one, bit for bit.
+    for metric in ("ndcg@5", "mrr"):
+        per_step, own = local.summary[f"step.{metric}"], local.summary[metric]
+        fields = ("mean", "n", "ci_low", "ci_high")
+        assert [getattr(per_step, f) for f in fields] == [getattr(own, f) for f in fields]
+        assert 0 < per_step.mean < 1
+
+
 def test_an_unshardable_evaluator_runs_in_the_driver(cluster: None) -> None:
     from rag_judge.evaluators.bertscore import BERTScoreEvaluator
 

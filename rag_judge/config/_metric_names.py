@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import Evaluator
+from rag_judge.evaluators.base import per_metric
 from rag_judge.evaluators.retrieval import check_relevance_from
 
 __all__ = ["check_metric_names"]
@@ -24,7 +25,8 @@ def check_metric_names(evaluators: Sequence[Evaluator]) -> None:
     """
     seen: dict[str, int] = {}
     for i, evaluator in enumerate(evaluators):
-        for metric in evaluator.metric_names():
+        for own in evaluator.metric_names():
+            metric = per_metric(evaluator.per, own)  # a step's ndcg@10 is not the sample's
             if metric in seen:
                 loc: tuple[int | str, ...] = ("evaluators", i)
                 raise ConfigError(

@@ -137,6 +137,8 @@ def _legal_keys(loc: tuple[int | str, ...], raw: Any) -> list[str] | None:
     if model is None:
         return None
     keys = [f.alias or name for name, f in _flat_fields(model).items()]
+    if issubclass(model, Evaluator):  # the family's own options first, then what all share
+        keys = [*(k for k in keys if k != "per"), "per"]
     return [*keys, "matrix"] if model is ExperimentConfig else keys
 
 

@@ -25,11 +25,11 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
@@ -58,6 +58,7 @@ __all__ = [
     "Statistics",
     "merged_signature",
     "missing_fields",
+    "per_metric",
     "pick",
 ]
 
@@ -100,12 +101,29 @@ def missing_fields(sample: Sample, needs: Sequence[str]) -> list[str]:
     return out
 
 
+Per = Literal["conversation", "turn", "step"]
+PER = ("conversation", "turn", "step")
+
+
+def per_metric(per: Per, metric: str) -> str:
+    """The name a metric is reported under when scored ``per`` unit: itself for a
+    conversation (today's names), else prefixed (``step.ndcg@10``). No built-in metric
+    starts with ``turn.`` or ``step.``; a custom one that did would clash, which
+    ``check_metric_names`` reports."""
+    return metric if per == "conversation" else f"{per}.{metric}"
+
+
 class Evaluator(BaseModel, abc.ABC):
     """Base of every evaluator: pydantic fields are the config; subclasses set ``type``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: str
+    # The issue's level: what one value scores, a whole sample (a conversation, or a
+    # single-turn sample), each turn, or each retrieval step (docs/conversations.md, "Levels").
+    # Not named level: the retrieval evaluator's level (chunk | document) came first. Left out
+    # of a dump at its default, so every config and report before it reads and writes unchanged.
+    per: Per = Field(default="conversation", exclude_if=lambda v: v == "conversation")
 
     kind: ClassVar[MetricKind] = MetricKind.CUSTOM
     # Sample fields every scored sample must have ("answer", "references", "contexts", ...).

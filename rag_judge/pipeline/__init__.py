@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, overload
-
-import numpy as np
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
@@ -22,19 +19,20 @@ from rag_judge.data.sample import Dataset, Sample
 from rag_judge.data.stream import InMemory, SampleRows, SampleSource, open_source, parse_sample
 from rag_judge.data.target import resolve_target, run_target_sync
 from rag_judge.errors import ConfigError, format_loc
-from rag_judge.evaluators.base import CorpusStatistic, Evaluator, EvaluatorResult, EvaluatorRun
+from rag_judge.evaluators.base import Evaluator, EvaluatorResult, EvaluatorRun
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
 from rag_judge.pipeline.judged_relevance import feed_judgments
+from rag_judge.pipeline.per_unit import UnitStep, check_per_unit, run_per_unit, unit_infos
 from rag_judge.pipeline.running import stream
+from rag_judge.pipeline.summary import summarize
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
     Direction,
     Failure,
-    FailureKind,
     MetricInfo,
     MetricKind,
     MetricSummary,
@@ -44,8 +42,6 @@ from rag_judge.report.model import (
     Signature,
     Usage,
 )
-from rag_judge.report.samples import Column
-from rag_judge.stats import bootstrap_ci
 
 __all__ = ["Pipeline", "RunResult", "summarize"]
 
@@ -121,6 +117,7 @@ class Pipeline:
         each evaluator's run, in order."""
         runs = []
         for i, evaluator in enumerate(self.config.evaluators):
+            check_per_unit(evaluator, i)
             try:
                 runs.append(evaluator.prepare())
             except ConfigError as exc:
@@ -140,7 +137,7 @@ class Pipeline:
         cfg = self.config
         infos = {"latency_s": LATENCY} if cfg.target is not None else {}
         for evaluator in cfg.evaluators:
-            infos |= {m: evaluator.metric_info(m) for m in evaluator.metric_names()}
+            infos |= unit_infos(evaluator, evaluator.metric_names())
         infos |= conditioned_infos(cfg.evaluators)
         return infos
 
@@ -171,6 +168,7 @@ class Pipeline:
         folder = Path(tempfile.mkdtemp(prefix="rag-judge-run-"))
         collected = Collected(folder)
         steps: dict[str, list[str]] = {}
+        units: dict[int, UnitStep] = {}  # the per-unit evaluators' steps, by evaluator index
         try:
             if cfg.target is not None:
                 with progress_.step("target"):
@@ -182,15 +180,23 @@ class Pipeline:
             pending = _ray.submit(cfg, source) if cfg.executor == "ray" else {}
             # Steps in config order (the report's); evaluators that read another's judgments
             # (relevance_from) run after the rest.
-            made = []
+            # A per-unit evaluator's step is over the units, so it is kept apart from the
+            # steps joined with the samples (its ``made[i]`` is None).
+            made: list[Step | None] = []
             for i, run in enumerate(runs):
                 info = {m: run.evaluator.metric_info(m) for m in run.metric_names()}
-                made.append(collected.step(info))
-                steps[f"evaluators[{i}] ({run.evaluator.type})"] = list(info)
+                per_sample = run.evaluator.per == "conversation"
+                made.append(collected.step(info) if per_sample else None)
+                steps[f"evaluators[{i}] ({run.evaluator.type})"] = list(
+                    info if per_sample else unit_infos(run.evaluator, info)
+                )
             for i in sorted(range(len(evaluators)), key=lambda i: bool(evaluators[i].reads())):
                 run, step = runs[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
-                    if i in pending:
+                    if step is None:
+                        spool = RowWriter(folder / f"units{i}.jsonl")
+                        units[i] = run_per_unit(run, source.chunks(cfg.chunk_size), spool)
+                    elif i in pending:
                         step.add(pending[i].gather())
                     else:
                         fed = feed_judgments(run, collected.steps)
@@ -198,11 +204,12 @@ class Pipeline:
             added = add_conditioned(cfg, collected, cfg.chunk_size)
             if added:
                 steps["conditioned on answering"] = added
-            report = conclude(self._report(collected, source), cfg, labels)
+            ordered = [units[i] for i in sorted(units)]  # config order
+            report = conclude(self._report(collected, source, ordered), cfg, labels)
             # Ray shards that ran again or were lost (logged when it happened): said in the report
             report.warnings = [*report.warnings, *(w for s in pending.values() for w in s.warnings)]
         finally:
-            for s in collected.steps:
+            for s in [*collected.steps, *(u.step for u in units.values())]:
                 s.spool.close()
                 s.spool.path.unlink(missing_ok=True)
             _remove_if_empty(folder)
@@ -215,7 +222,9 @@ class Pipeline:
         # executor: ray reads a streamed source whole, to cut it into shards (``_ray.submit``)
         return open_source(self._dataset(), format=cfg.dataset_format, layout=cfg.dataset_layout)
 
-    def _report(self, collected: Collected, source: SampleSource) -> Report:
+    def _report(
+        self, collected: Collected, source: SampleSource, units: Sequence[UnitStep] = ()
+    ) -> Report:
         cfg = self.config
         boot = cfg.bootstrap
         run = {"ci": f"bootstrap-{boot.resamples}@{boot.confidence:g}", "seed": cfg.seed}
@@ -235,6 +244,21 @@ class Pipeline:
                     unscored=step.unscored.get(metric, 0),
                     not_applicable=step.not_applicable.get(metric, 0),
                     info=step.info.get(metric),
+                )
+        for unit in units:  # after the per-sample metrics: the samples' columns come first
+            usage += unit.step.usage
+            for metric in unit.step.metrics:
+                signatures[unit.name(metric)] = unit.signature(metric, **run)
+                summary[unit.name(metric)] = summarize(
+                    unit.step.columns[metric],
+                    resamples=boot.resamples,
+                    confidence=boot.confidence,
+                    seed=cfg.seed,
+                    corpus=unit.step.corpus(metric),
+                    unscored=unit.step.unscored.get(metric, 0),
+                    not_applicable=unit.step.not_applicable.get(metric, 0),
+                    info=unit.step.info.get(metric),
+                    clusters=unit.clusters,
                 )
         n = collected.steps[0].n if collected.steps else 0
         results = collected.results(source, cfg.chunk_size)
@@ -322,58 +346,3 @@ def _evaluated(samples: Sequence[SampleResult]) -> Sequence[Sample]:
 def _remove_if_empty(folder: Path) -> None:
     with contextlib.suppress(OSError):  # it holds the report's samples.jsonl: goes with it
         folder.rmdir()
-
-
-def summarize(
-    values: Sequence[float | None] | Column,
-    *,
-    resamples: int,
-    confidence: float,
-    seed: int,
-    corpus: CorpusStatistic | None = None,
-    failures: Sequence[Failure | None] = (),
-    unscored: int | None = None,
-    not_applicable: int | None = None,
-    info: MetricInfo | None = None,
-) -> MetricSummary:
-    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
-    ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
-    (or ``unscored`` says how many there were), and samples the metric does not apply to
-    (``not_applicable``, counted from ``failures`` when not given) are neither scored nor
-    errors. ``values`` may be a run's :class:`Column` (a
-    million floats are not made Python objects)."""
-    info = info or MetricInfo()
-    described = {
-        "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
-        "direction": info.direction, "restates": info.restates,
-    }  # fmt: skip
-    if not isinstance(values, Column):
-        given, values = values, Column()
-        values.extend(given)
-    column, present = values.arrays()
-    scored = np.flatnonzero(present)
-    if unscored is None:
-        unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
-    if not_applicable is None:
-        not_applicable = sum(1 for f in failures if f is not None and not f.counts)
-    errors = len(present) - len(scored) - not_applicable
-    counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
-    if not len(scored):
-        return MetricSummary(mean=None, n=0, **counts, **described)
-    ci: tuple[float, float] | tuple[None, None]
-    if corpus is not None:
-        rows = corpus.rows[scored]
-        point = corpus.score(rows)
-        ci = bootstrap_ci(
-            rows, resamples=resamples, confidence=confidence, seed=seed, statistic=corpus.score
-        )
-        aggregate = corpus.description
-    else:
-        arr = column[scored]
-        point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
-        ci = bootstrap_ci(arr, resamples=resamples, confidence=confidence, seed=seed)
-        aggregate = "mean"
-    return MetricSummary(
-        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), **counts,
-        aggregate=aggregate, **described,
-    )  # fmt: skip

@@ -59,6 +59,8 @@ def submit(config: ExperimentConfig, source: SampleSource) -> dict[int, Shards]:
             continue
         if evaluator.reads():
             continue  # it reads the judge step's judgments, in the driver, after the judge
+        if evaluator.per != "conversation":
+            continue  # it scores each sample's units (pipeline/per_unit.py), in the driver
         # Each shard's copy carries its share of the limits (a judge's calls per minute); the
         # worker prepares it: nothing loaded travels.
         copies = [evaluator.for_shard(count, k) for k in range(count)]

@@ -1,0 +1,91 @@
+"""A metric's summary: its exact mean (or corpus statistic) and bootstrap interval, clustered
+by conversation where its values are units of conversations (``per: turn | step``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_judge.evaluators.base import CorpusStatistic
+from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricSummary
+from rag_judge.report.samples import Column
+from rag_judge.stats import bootstrap_ci, clustered_bootstrap_ci
+
+__all__ = ["summarize"]
+
+
+def summarize(
+    values: Sequence[float | None] | Column,
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    corpus: CorpusStatistic | None = None,
+    failures: Sequence[Failure | None] = (),
+    unscored: int | None = None,
+    not_applicable: int | None = None,
+    info: MetricInfo | None = None,
+    clusters: Sequence[str] | None = None,
+) -> MetricSummary:
+    """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
+    ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
+    (or ``unscored`` says how many there were), and samples the metric does not apply to
+    (``not_applicable``, counted from ``failures`` when not given) are neither scored nor
+    errors. ``values`` may be a run's :class:`Column` (a
+    million floats are not made Python objects). ``clusters`` labels each value with its
+    conversation: the interval then resamples conversations (:func:`clustered_bootstrap_ci`)."""
+    info = info or MetricInfo()
+    described = {
+        "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
+        "direction": info.direction, "restates": info.restates,
+    }  # fmt: skip
+    if not isinstance(values, Column):
+        given, values = values, Column()
+        values.extend(given)
+    column, present = values.arrays()
+    scored = np.flatnonzero(present)
+    if unscored is None:
+        unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
+    if not_applicable is None:
+        not_applicable = sum(1 for f in failures if f is not None and not f.counts)
+    errors = len(present) - len(scored) - not_applicable
+    counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
+    if not len(scored):
+        return MetricSummary(mean=None, n=0, **counts, **described)
+    ci: tuple[float, float] | tuple[None, None]
+    if corpus is not None:
+        rows = corpus.rows[scored]
+        point = corpus.score(rows)
+        ci = _interval(rows, scored, clusters, resamples, confidence, seed, corpus.score)
+        aggregate = corpus.description
+    else:
+        arr = column[scored]
+        point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
+        ci = _interval(arr, scored, clusters, resamples, confidence, seed, None)
+        aggregate = "mean"
+    return MetricSummary(
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), **counts,
+        aggregate=aggregate, **described,
+    )  # fmt: skip
+
+
+def _interval(
+    rows: NDArray[np.float64],
+    scored: NDArray[np.intp],
+    clusters: Sequence[str] | None,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    statistic: Callable[[NDArray[np.float64]], float] | None,
+) -> tuple[float, float] | tuple[None, None]:
+    if clusters is None:
+        return bootstrap_ci(
+            rows, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
+        )
+    labels = [clusters[i] for i in scored.tolist()]  # the scored units' conversations
+    return clustered_bootstrap_ci(
+        rows, labels, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
+    )
