@@ -20,7 +20,7 @@ from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final
 from rag_judge.evaluators.result import EvaluatorResult
 from rag_judge.judge import jury as jury_
 from rag_judge.judge.judging import Verdict
-from rag_judge.judge.panel import JUDGE_CHUNK, Clients, RubricPanel
+from rag_judge.judge.panel import Clients, RubricPanel
 from rag_judge.judge.prompts import compiled
 from rag_judge.judge.rubrics import (
     FILE_SUFFIXES,
@@ -35,7 +35,7 @@ from rag_judge.llm import ClientConfig
 from rag_judge.llm.providers import no_calls
 from rag_judge.report.model import MetricInfo, MetricKind, Signature
 
-__all__ = ["DEFAULT_RUBRICS", "JUDGE_CHUNK", "JudgeEvaluator", "JudgeRun"]
+__all__ = ["DEFAULT_RUBRICS", "JudgeEvaluator", "JudgeRun"]
 
 DEFAULT_RUBRICS = ("faithfulness", "answer_relevance", "correctness", "context_relevance")
 
@@ -183,9 +183,11 @@ class JudgeEvaluator(Evaluator):
     def _panel(self, client: Clients) -> RubricPanel:
         rubrics = self.resolved_rubrics()
         renderer = compiled(rubrics, self.template_dirs)
-        return RubricPanel.open(rubrics, renderer, self.panel_judges(), client, n=self.n,
+        jury = self.jury
+        judges = jury.judges if jury is not None else (self.judge,)
+        return RubricPanel.open(rubrics, renderer, judges, client, n=self.n,
                                 logprobs=self.logprobs, top_logprobs=self.top_logprobs,
-                                jury=self.jury)  # fmt: skip
+                                jury=jury)  # fmt: skip
 
     def dry_run(self, samples: Sequence[Sample], *, client: Clients = None) -> DryRun:
         """What ``evaluate`` would send, spending nothing: prompt count, samples skipped for

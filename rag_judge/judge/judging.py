@@ -49,12 +49,6 @@ class Verdict:
     judgment: Judgment | None
     failure: Failure | None
 
-    @property
-    def scored(self) -> bool:
-        return (
-            self.failure is None and self.judgment is not None and self.judgment.score is not None
-        )
-
 
 def build_jobs(
     samples: Sequence[Sample],
