@@ -324,7 +324,11 @@ def _model_field(model: type[BaseModel], key: str) -> Any:
 
 def _model_keys(annotation: Any) -> list[str]:
     model = _model_of(annotation)
-    return [] if model is None else [f.alias or n for n, f in model.model_fields.items()]
+    if model is None:
+        return []
+    # A field the run sets (marked ``json_schema_extra={"set_by_run": True}``) is no key to offer.
+    fields = model.model_fields.items()
+    return [f.alias or n for n, f in fields if f.json_schema_extra != {"set_by_run": True}]
 
 
 def _mapping(syntax: Syntax) -> str:

@@ -21,12 +21,21 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.analysis.paired import cluster_sums, paired
 from rag_judge.analysis.ppi import ppi_difference
 from rag_judge.data.sample import duplicate_id
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.report.format import MISSING, Column, Table, ci_label, interval, num, p_value
 from rag_judge.report.model import Direction, Report
-from rag_judge.stats import CORRECTIONS, EXACT_MAX, adjust_pvalues, bootstrap_ci, sign_flip_pvalue
+from rag_judge.report.result import Level, level_of
+from rag_judge.stats import (
+    CORRECTIONS,
+    EXACT_MAX,
+    adjust_pvalues,
+    bootstrap_ci,
+    clustered_bootstrap_ci,
+    sign_flip_pvalue,
+)
 
 __all__ = [
     "CompareOptions",
@@ -40,7 +49,6 @@ __all__ = [
     "compare_runs",
     "comparison_table",
     "footer",
-    "paired_scores",
 ]
 
 
@@ -139,15 +147,27 @@ def compare_pairs(
     new: NDArray[np.float64],
     options: CompareOptions,
     missing: int = 0,
+    clusters: Sequence[str] | None = None,
 ) -> MetricComparison:
-    """Statistics of paired scores (index-aligned, all present)."""
+    """Statistics of paired scores (index-aligned, all present). ``clusters`` labels each
+    pair with its conversation (pairs of turns or steps): the interval then resamples
+    conversations, and the randomisation test flips the sign of each conversation's summed
+    difference, as its turns are not independent."""
     n = len(base)
     if n == 0:
         return MetricComparison(0, None, None, None, None, None, None, None, missing)
     d = np.asarray(new, dtype=np.float64) - np.asarray(base, dtype=np.float64)
     o = options
-    low, high = bootstrap_ci(d, resamples=o.resamples, confidence=o.confidence, seed=o.seed)
-    p, exact = sign_flip_pvalue(d, permutations=o.permutations, seed=o.seed)
+    if clusters is None:
+        low, high = bootstrap_ci(d, resamples=o.resamples, confidence=o.confidence, seed=o.seed)
+        p, exact = sign_flip_pvalue(d, permutations=o.permutations, seed=o.seed)
+    else:
+        low, high = clustered_bootstrap_ci(
+            d, clusters, resamples=o.resamples, confidence=o.confidence, seed=o.seed
+        )
+        p, exact = sign_flip_pvalue(
+            cluster_sums(d, clusters), permutations=o.permutations, seed=o.seed
+        )
     return MetricComparison(
         n=n,
         base_mean=math.fsum(base.tolist()) / n,
@@ -162,19 +182,6 @@ def compare_pairs(
     )
 
 
-def paired_scores(
-    base: Report, new: Report, metric: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
-    """``metric``'s scores in both reports over the sample ids they share (in base order),
-    index-aligned; a pair unscored (None) or not finite (NaN would poison every mean) on
-    either side is left out and counted as missing."""
-    before, after = base.column(metric), new.column(metric)
-    pairs = [(b, after[i]) for i, b in before.items() if i in after]
-    kept = [(b, v) for b, v in pairs if _finite(b) and _finite(v)]
-    arr = np.array(kept, dtype=np.float64).reshape(-1, 2)
-    return arr[:, 0], arr[:, 1], len(pairs) - len(kept)
-
-
 def compare_reports(
     base: Report,
     new: Report,
@@ -183,8 +190,10 @@ def compare_reports(
     metrics: list[str] | None = None,
     base_label: str = "BASE",
     new_label: str = "NEW",
+    level: Level | None = None,
 ) -> Comparison:
-    """Compare ``new`` with ``base`` on the shared metrics (or ``metrics``), paired by id."""
+    """Compare ``new`` with ``base`` on the shared metrics (or ``metrics``), paired by id;
+    only those of ``level`` (``turn``: the ``turn.X`` metrics) when it is given."""
     options = options or CompareOptions()
     base_ids, new_ids = _ids(base, base_label), _ids(new, new_label)
     base_names, new_names = list(base.summary), list(new.summary)
@@ -207,13 +216,15 @@ def compare_reports(
         metrics_only_in_base=[m for m in base_names if m not in new.summary],
         metrics_only_in_new=[m for m in new_names if m not in base.summary],
     )
+    if level is not None:
+        shared = [m for m in shared if level_of(m) == level]
     for m in shared:
-        b, n, missing = paired_scores(base, new, m)
+        found = paired(base, new, m)
         aggregates = {base.summary[m].aggregate, new.summary[m].aggregate}
         b_sig, n_sig = base.signatures.get(m), new.signatures.get(m)
         ppi = ppi_difference(base, new, m, confidence=options.confidence)
         out.metrics[m] = replace(
-            compare_pairs(b, n, options, missing=missing),
+            compare_pairs(found.base, found.new, options, found.missing, found.clusters),
             corpus=next((a for a in sorted(aggregates) if a != "mean"), None),
             signature_differs=b_sig is not None
             and n_sig is not None
@@ -234,10 +245,6 @@ def _ids(report: Report, label: str) -> set[str]:
     return set(report.ids())
 
 
-def _finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
-
-
 def apply_correction(comparisons: list[Comparison], method: str) -> None:
     """Adjust every p-value of ``comparisons`` in place, as one family."""
     cells = [mc for c in comparisons for mc in c.metrics.values() if mc.p_value is not None]
@@ -254,13 +261,22 @@ def compare_all(
     metrics: list[str] | None = None,
     correction: str = "none",
     base_label: str = "BASE",
+    level: Level | None = None,
 ) -> CompareResult:
     """Each labelled NEW against ``base``, every p-value corrected as one family."""
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
     options = options or CompareOptions()
     comparisons = [
-        compare_reports(base, new, options, metrics=metrics, base_label=base_label, new_label=label)
+        compare_reports(
+            base,
+            new,
+            options,
+            metrics=metrics,
+            base_label=base_label,
+            new_label=label,
+            level=level,
+        )
         for label, new in news
     ]
     apply_correction(comparisons, correction)
@@ -274,6 +290,7 @@ def compare_runs(
     *,
     metrics: list[str] | None = None,
     correction: str = "none",
+    level: Level | None = None,
 ) -> CompareResult:
     """:func:`compare_all` over report.json files (or run folders), labelled by their paths."""
     if correction not in CORRECTIONS:  # before reading anything
@@ -286,6 +303,7 @@ def compare_runs(
         metrics=metrics,
         correction=correction,
         base_label=str(base),
+        level=level,
     )
 
 

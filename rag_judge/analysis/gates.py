@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_judge.analysis._gate_names import BOUNDS, PPI_FORMS, check_gate_names, unknown_gate
-from rag_judge.analysis.compare import CompareOptions, compare_pairs, paired_scores
+from rag_judge.analysis.compare import CompareOptions, compare_pairs
+from rag_judge.analysis.paired import paired as pairs_of
 from rag_judge.analysis.ppi import has_labels, ppi_estimate
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Direction, MetricSummary, Report
-from rag_judge.report.thresholds import parse_threshold
+from rag_judge.report.result import Level, level_of
+from rag_judge.report.thresholds import meets, parse_threshold
 
 __all__ = [
     "GateCheck",
@@ -112,6 +114,7 @@ class RegressionRule:
     significant_only: bool = False
     lower_is_better: Collection[str] = ()
     metrics: Sequence[str] | None = None
+    level: Level | None = None  # only the metrics of this level (``turn``: ``turn.X``)
     seed: int = 0
     resamples: int = CompareOptions.resamples
     confidence: float = CompareOptions.confidence
@@ -143,6 +146,8 @@ class RegressionRule:
         check_gate_names(self.lower_is_better, known, what="lower_is_better", suffixes=False)
         if self.metrics is None:
             shared = [m for m in report.summary if m in self.baseline.summary]
+            if self.level is not None:
+                shared = [m for m in shared if level_of(m) == self.level]
             return [m for m in shared if self.direction(report, m) is not Direction.NEUTRAL]
         check_gate_names(self.metrics, known, what="regression gate", suffixes=False)
         for metric in self.metrics:
@@ -178,20 +183,8 @@ def _threshold(report: Report, name: str, op: str, bound: float) -> GateCheck:
     if problem is not None:
         return GateCheck(name, None, bound, f"{name}: {problem} ({need})", op)
     assert value is not None  # _resolve returns a value when there is no problem
-    ok = _compare(value, op, bound)
+    ok = meets(value, op, bound)
     return GateCheck(name, value, bound, f"{name} = {value:.4f} ({need})", op, ok)
-
-
-def _compare(value: float, op: str, bound: float) -> bool:
-    if op == ">=":
-        return value >= bound
-    if op == ">":
-        return value > bound
-    if op == "<=":
-        return value <= bound
-    if op == "<":
-        return value < bound
-    return math.isclose(value, bound, rel_tol=1e-9, abs_tol=1e-12)  # "==": means are floats
 
 
 def _resolve(report: Report, name: str) -> tuple[float | None, str | None]:
@@ -290,7 +283,8 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
         return check(None, None, False, f": no value ({_scored(n)}); baseline {b.mean:.4f}")
     # The means compared are over the same samples, as in ``rag-judge compare``: whole-report
     # means over different sample sets would call a change of dataset a regression.
-    base_scores, new_scores, missing = paired_scores(rule.baseline, new, name)
+    found = pairs_of(rule.baseline, new, name)
+    base_scores, new_scores, missing = found.base, found.new, found.missing
     paired = len(base_scores)
     pairing = _pairing(rule.baseline, new, paired, missing)
     if paired == 0:
@@ -314,7 +308,7 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
             False,
             f"{text}: {worse} {drop:.4f}; only {paired} paired sample, cannot test significance)",
         )
-    result = compare_pairs(base_scores, new_scores, rule.options())
+    result = compare_pairs(base_scores, new_scores, rule.options(), clusters=found.clusters)
     low, high = result.ci_low, result.ci_high
     assert low is not None and high is not None  # two or more pairs
     ci = (

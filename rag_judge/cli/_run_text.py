@@ -1,6 +1,7 @@
-"""What ``rag-judge run`` prints about a run apart from the report's summary table: the header
-before its first step, the dry-run table, and the failure summary on stderr with the steps that
-failed beyond ``max_error_rate``. Text from types, no I/O; ``run.py`` re-exports every name."""
+"""What ``rag-judge run`` prints about a run: the header before its first step, the summary
+(a table per level when metrics are scored per turn or per step), the dry-run table, and the
+failure summary on stderr with the steps that failed beyond ``max_error_rate``. Text from
+types, no I/O; ``run.py`` re-exports every name."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from rag_judge.config import ExperimentConfig
 from rag_judge.evaluators.base import DryRun
 from rag_judge.pipeline import RunResult
 from rag_judge.report.format import Column, Table, text_table
+from rag_judge.report.levels import degraded_count
+from rag_judge.report.markdown import level_sections, summary_table
 from rag_judge.report.model import FailureKind, MetricKind, Report, Signature, stub_method
+from rag_judge.report.result import UNIT_PREFIXES
 
 __all__ = [
     "MAX_REASONS",
@@ -19,10 +23,30 @@ __all__ = [
     "evaluator_failures",
     "failure_summary",
     "run_header",
+    "run_summary",
 ]
 
 MAX_REASONS = 3  # distinct failure reasons shown on stderr
 MAX_REASON_CHARS = 300
+
+
+def run_summary(report: Report) -> str:
+    """The summary a run prints: report.md's summary table; with metrics scored per turn or
+    per step, a table per level and how many conversations and turns degraded."""
+    sections = level_sections(report, "### ", brief=True)
+    if not sections:
+        return summary_table(report)
+    count = degraded_count(report)
+    if count.turns or _has_unit_thresholds(report):  # without a threshold, nothing can fail
+        sections.append(f"rag-judge: {count.text()}")
+    return "\n".join(sections).rstrip("\n")
+
+
+def _has_unit_thresholds(report: Report) -> bool:
+    gates = report.config.get("gates") or {}
+    return bool(report.config.get("thresholds")) or any(
+        str(m).startswith(UNIT_PREFIXES) for m in gates
+    )
 
 
 def evaluator_failures(result: RunResult, max_error_rate: float) -> dict[str, tuple[int, int]]:

@@ -15,6 +15,7 @@ from rag_judge.analysis.compare import (
     footer,
 )
 from rag_judge.report.format import markdown_table, md_code, text_table
+from rag_judge.report.result import LEVELS
 from rag_judge.stats import CORRECTIONS
 
 __all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
@@ -44,6 +45,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="metric to compare, repeatable (default: every metric in both)",
     )
     p.add_argument(
+        "--level",
+        choices=LEVELS,
+        help="compare only the metrics of this level: conversation (a sample's), turn "
+        "(turn.X, paired by conversation id and turn index) or step (default: every level)",
+    )
+    p.add_argument(
         "--correction",
         choices=CORRECTIONS,
         default="none",
@@ -65,7 +72,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run_compare(args: argparse.Namespace) -> int:
     options = CompareOptions(args.resamples, args.confidence, args.permutations, args.seed)
     result = compare_runs(
-        args.base, list(args.new), options, metrics=args.metrics, correction=args.correction
+        args.base,
+        list(args.new),
+        options,
+        metrics=args.metrics,
+        correction=args.correction,
+        level=args.level,
     )
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))

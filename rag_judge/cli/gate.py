@@ -10,6 +10,7 @@ from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.cli.compare import _positive_int
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
+from rag_judge.report.result import LEVELS
 from rag_judge.report.thresholds import NAMED_THRESHOLD, OPERATORS, parse_threshold
 
 __all__ = ["add_fail_under", "add_parser", "run_gate", "thresholds_from_cli"]
@@ -47,6 +48,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     gate.add_argument(
         "--metric", action="append", dest="metrics", metavar="METRIC",
         help="compare only these metrics with the baseline (repeatable; default: all shared)",
+    )  # fmt: skip
+    gate.add_argument(
+        "--level", choices=LEVELS,
+        help="compare only the metrics of this level with the baseline: conversation, turn "
+        "(turn.X, paired by conversation id and turn index) or step (default: every level)",
     )  # fmt: skip
     gate.add_argument(
         "--lower-is-better", action="append", default=[], metavar="METRIC",
@@ -105,6 +111,7 @@ def run_gate(args: argparse.Namespace) -> int:
             significant_only=args.significant_only,
             lower_is_better=args.lower_is_better,
             metrics=args.metrics,
+            level=args.level,
             seed=args.seed,
             resamples=args.resamples,
             confidence=args.confidence,

@@ -48,6 +48,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--no-cache", dest="cache", action="store_const", const=None,
         help="cache nothing: every verdict is asked again",
     )  # fmt: skip
+    p.add_argument(
+        "--level", choices=["conversation", "turn"], default="conversation",
+        help="turn: judge each turn of a conversation on its own, paired by conversation id and "
+        "turn index (the interval resamples conversations)",
+    )  # fmt: skip
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="seed of the judge and the bootstrap")
     p.add_argument("--format", choices=["table", "md", "json"], default="table")
@@ -72,6 +77,7 @@ def run_pairwise(args: argparse.Namespace) -> int:
             judge=Judge(client=client, cache=args.cache),
             resamples=args.resamples,
             seed=args.seed,
+            level=args.level,
         )
     except ValidationError as exc:
         raise cli_error(exc) from None

@@ -28,7 +28,13 @@ from rag_judge.analysis.gates import check_gates, unknown_gate
 # to keep this file under ~400 lines; importers keep importing it from here.
 from rag_judge.cli._run_text import MAX_REASON_CHARS as MAX_REASON_CHARS
 from rag_judge.cli._run_text import MAX_REASONS as MAX_REASONS
-from rag_judge.cli._run_text import dry_run_table, evaluator_failures, failure_summary, run_header
+from rag_judge.cli._run_text import (
+    dry_run_table,
+    evaluator_failures,
+    failure_summary,
+    run_header,
+    run_summary,
+)
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
@@ -36,7 +42,6 @@ from rag_judge.errors import ConfigError
 from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline import Pipeline
 from rag_judge.pipeline.conclusions import check_labels
-from rag_judge.report.markdown import summary_table
 from rag_judge.report.model import MetricKind, Report, WarningKind
 from rag_judge.resources import resolve_config
 
@@ -163,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         paths = result.write(out)
         reports.append((str(out), result.report))
         print(f"rag-judge: {len(result.report.samples)} samples evaluated")
-        print(summary_table(result.report))
+        print(run_summary(result.report))
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
         gates = {**config.gates, **extra_gates}
         if gates:

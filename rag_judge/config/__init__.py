@@ -9,8 +9,9 @@ from pydantic import ValidationError
 
 # The models, the YAML error messages and the matrices live in private modules (each file under
 # ~400 lines); every public name is imported from here, as before.
+from rag_judge.config._conversation import ConversationConfig
 from rag_judge.config._matrix import expand_matrix, folder_name
-from rag_judge.config._metric_names import check_metric_names
+from rag_judge.config._metric_names import check_metric_names, check_threshold_names
 from rag_judge.config._models import BootstrapConfig, ExperimentConfig, LabelsConfig, RayConfig
 from rag_judge.config._yaml import _describe, _read_yaml, where
 from rag_judge.errors import ConfigError
@@ -18,10 +19,12 @@ from rag_judge.evaluators import evaluator_class
 
 __all__ = [
     "BootstrapConfig",
+    "ConversationConfig",
     "ExperimentConfig",
     "LabelsConfig",
     "RayConfig",
     "check_metric_names",
+    "check_threshold_names",
     "expand_matrix",
     "folder_name",
     "load_config",

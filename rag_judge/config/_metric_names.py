@@ -6,14 +6,15 @@ Validation reads no file, so these checks run when the pipeline prepares the eva
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Collection, Sequence
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators import Evaluator
 from rag_judge.evaluators.base import per_metric
 from rag_judge.evaluators.retrieval import check_relevance_from
 
-__all__ = ["check_metric_names"]
+__all__ = ["check_metric_names", "check_threshold_names"]
 
 
 def check_metric_names(evaluators: Sequence[Evaluator]) -> None:
@@ -40,3 +41,20 @@ def check_metric_names(evaluators: Sequence[Evaluator]) -> None:
         check_relevance_from(evaluators)
     except ValueError as exc:
         raise ConfigError(str(exc), loc=("evaluators",)) from None
+
+
+def check_threshold_names(thresholds: Collection[str], evaluators: Sequence[Evaluator]) -> None:
+    """A ConfigError unless every per-unit threshold names a metric an evaluator scores per
+    turn or per step (``turn.faithfulness``), with the closest such names."""
+    per_unit = [e for e in evaluators if e.per != "conversation"]
+    legal = [per_metric(e.per, m) for e in per_unit for m in e.metric_names()]
+    for name in thresholds:
+        if name not in legal:
+            close = difflib.get_close_matches(name, legal, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            scored = ", ".join(legal) if legal else "none: no evaluator has per: turn or step"
+            raise ConfigError(
+                f"thresholds.{name}: no evaluator scores {name!r} per unit{hint} "
+                f"(the per-unit metrics: {scored})",
+                loc=("thresholds", name),
+            )

@@ -11,12 +11,15 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializeAsAny,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from rag_judge.config._conversation import ConversationConfig
 from rag_judge.evaluators import Evaluator, validate_evaluators
 from rag_judge.evaluators.retrieval import RetrievalEvaluator, settle_retrieval
+from rag_judge.report.result import UNIT_PREFIXES
 from rag_judge.report.thresholds import parse_threshold
 from rag_judge.stats.ppi import PPIMethod
 
@@ -93,6 +96,9 @@ class ExperimentConfig(BaseModel):
     target: str | None = None
     target_concurrency: int = Field(default=4, ge=1)
     target_timeout: float | None = Field(default=None, gt=0)
+    # The target is conversational: driven a turn at a time (replay or a simulated user).
+    # Left out of the dump when unset, so a config without it reports as before.
+    conversation: ConversationConfig | None = Field(default=None, exclude_if=lambda v: v is None)
     output_dir: Path | None = None
     # The model that generated the answers (a sample's metadata["generator"] overrides it):
     # the judge audit flags self-preference when it is of the judge's model family.
@@ -104,6 +110,9 @@ class ExperimentConfig(BaseModel):
     evaluators: list[SerializeAsAny[Evaluator]] = Field(min_length=1)
     # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
     gates: dict[str, str | float] = Field(default_factory=dict)
+    # Per-unit thresholds that say which hop of a conversation degraded: a ``turn.X`` or
+    # ``step.X`` metric -> "OP VALUE"; a gate on such a metric serves where none is given here.
+    thresholds: dict[str, str | float] = Field(default_factory=dict)
     # `rag-judge run` exits 3 when more than this share of any evaluator's values failed
     # (errors, unscored verdicts, missing inputs), and whatever it is set to, when an evaluator
     # produced no value at all; the default, 1.0, fails only the latter.
@@ -128,12 +137,33 @@ class ExperimentConfig(BaseModel):
             )
         return rate
 
+    @field_validator("conversation")
+    @classmethod
+    def _drives_a_target(
+        cls, value: ConversationConfig | None, info: ValidationInfo
+    ) -> ConversationConfig | None:
+        if value is not None and info.data.get("target") is None:
+            raise ValueError("drives a target: set 'target' to a conversational callable")
+        return value
+
     @field_validator("gates")
     @classmethod
     def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
         for metric, expr in gates.items():
             parse_threshold(expr, metric=metric)  # raises, naming the legal operators
         return gates
+
+    @field_validator("thresholds")
+    @classmethod
+    def _unit_thresholds(cls, thresholds: dict[str, str | float]) -> dict[str, str | float]:
+        for metric, expr in thresholds.items():
+            if not metric.startswith(UNIT_PREFIXES):
+                raise ValueError(
+                    f"thresholds: {metric!r} is not a per-unit metric; a threshold names a "
+                    f"metric scored per turn or per step ('turn.<metric>' or 'step.<metric>')"
+                )
+            parse_threshold(expr, metric=metric)
+        return thresholds
 
     @field_validator("evaluators", mode="before")
     @classmethod

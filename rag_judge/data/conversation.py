@@ -35,11 +35,14 @@ from rag_judge.data.context import (
 
 __all__ = [
     "ORDERS",
+    "STOPS",
+    "Driven",
     "ExpectedCall",
     "ExpectedTools",
     "Order",
     "RetrievalStep",
     "Step",
+    "Stop",
     "ToolStep",
     "Turn",
 ]
@@ -164,3 +167,22 @@ class ExpectedTools(BaseModel):
         if isinstance(value, list | tuple):
             return [{"tool": v} if isinstance(v, str) else v for v in value]
         return value
+
+
+# Why a driven conversation ended (rag_judge.data.dialogue): the turn limit, the dataset's user
+# turns ran out (replay), the simulated user said it was done, an answer matched the stop
+# pattern, or a call failed.
+Stop = Literal["max_turns", "dataset_end", "user_done", "stop_pattern", "error"]
+STOPS: tuple[Stop, ...] = ("max_turns", "dataset_end", "user_done", "stop_pattern", "error")
+
+
+class Driven(BaseModel):
+    """How rag-judge drove a conversational target through this conversation: ``mode``
+    (``replay`` or ``simulate``), the turns run, the turn limit, and why it stopped."""
+
+    model_config = MODEL_CONFIG
+
+    mode: Literal["replay", "simulate"]
+    turns: Annotated[int, Field(ge=0)]
+    max_turns: Annotated[int, Field(ge=1)]
+    stopped: Stop

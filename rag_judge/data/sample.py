@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rag_judge.data.context import (
     MODEL_CONFIG,
@@ -18,7 +18,7 @@ from rag_judge.data.context import (
     texts_as_contexts,
     unset,
 )
-from rag_judge.data.conversation import ExpectedTools, RetrievalStep, Turn
+from rag_judge.data.conversation import Driven, ExpectedTools, RetrievalStep, Turn
 
 __all__ = ["Context", "Dataset", "Qrel", "Sample", "duplicate_id"]
 
@@ -106,6 +106,14 @@ class Sample(BaseModel):
     turns: tuple[Turn, ...] | None = Field(default=None, min_length=1, exclude_if=unset)
     expected_tools: tuple[ExpectedTools, ...] | None = Field(default=None, exclude_if=unset)
     goal: str | None = Field(default=None, exclude_if=unset)
+    # A turn unit's earlier turns, for the judge to read (``history``, ``with_history``).
+    # Private: set by data.units.turn_samples, never a dataset's key, never in a dump.
+    _history: tuple[Turn, ...] = PrivateAttr(default=())
+    # How a conversational target was driven through it (replay or simulated user): set by
+    # rag_judge.data.dialogue, never read from a dataset's own columns.
+    driven: Driven | None = Field(
+        default=None, exclude_if=unset, json_schema_extra={"set_by_run": True}
+    )
 
     @field_validator("contexts", mode="before")
     @classmethod
@@ -156,6 +164,18 @@ class Sample(BaseModel):
 
     def _turn_count(self) -> int:
         return 1 if self.turns is None else len(self.turns)
+
+    @property
+    def history(self) -> tuple[Turn, ...]:
+        """The turns before this one when the sample is a turn of a conversation
+        (``rag_judge.data.units.turn_samples``); () for any other sample."""
+        return self._history
+
+    def with_history(self, turns: tuple[Turn, ...]) -> Sample:
+        """A copy of the sample whose ``history`` is ``turns``."""
+        copy = self.model_copy()
+        copy._history = tuple(turns)
+        return copy
 
     def is_conversation(self) -> bool:
         """Whether the sample holds ``turns`` (else it is a single-turn sample)."""

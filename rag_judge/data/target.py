@@ -13,6 +13,9 @@ object with ``.answer`` and ``.steps``), one turn. A conversation returns
 steps may be ``rag_judge.data.conversation`` models). Either makes the sample a conversation
 (``Sample.turns``): the first turn's question is the sample's when the target leaves it out, and
 the sample's references, relevance and qrels go to that turn unless it brings its own.
+
+A conversational target, called a turn at a time with the conversation so far, is driven by
+``rag_judge.data.dialogue`` (``conversation:`` in a config).
 """
 
 from __future__ import annotations
@@ -40,7 +43,20 @@ from rag_judge.data.sample import SAMPLE_EXPECTED, Context, Sample
 from rag_judge.errors import ConfigError
 from rag_judge.messages import input_problems
 
-__all__ = ["TargetRun", "resolve_target", "run_target", "run_target_sync"]
+__all__ = [
+    "TargetRun",
+    "caller",
+    "check_settings",
+    "failed_sample",
+    "filled_sample",
+    "gathered",
+    "is_async",
+    "resolve_target",
+    "run_target",
+    "run_target_sync",
+    "unpack",
+    "validated_sample",
+]
 
 Target = Callable[[str], Any]
 _SHAPES = (
@@ -154,13 +170,10 @@ async def run_target(
     """
     if isinstance(target, str):
         target = resolve_target(target)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"target concurrency must be an integer >= 1, got {concurrency!r}")
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"target timeout must be > 0 seconds or None, got {timeout!r}")
+    check_settings(concurrency, timeout)
     limit = asyncio.Semaphore(concurrency)
-    executor = None if _is_async(target) else ThreadPoolExecutor(concurrency, "rag-judge-target")
-    call = _caller(target, executor)
+    executor = None if is_async(target) else ThreadPoolExecutor(concurrency, "rag-judge-target")
+    call = caller(target, executor)
     counter = progress.task("target", len(samples), "calls")
 
     async def one(sample: Sample) -> tuple[Sample, float | None, str | None]:
@@ -170,21 +183,32 @@ async def run_target(
 
     async def attempt(sample: Sample) -> tuple[Sample, float | None, str | None]:
         if sample.question is None:
-            return _failed(sample), None, _no_question(sample)
+            return failed_sample(sample), None, _no_question(sample)
         async with limit:
             start = time.perf_counter()
             try:
                 value = await asyncio.wait_for(call(sample.question), timeout)
             except asyncio.TimeoutError:
-                return _failed(sample), None, f"timed out after {timeout:g} s"
+                return failed_sample(sample), None, f"timed out after {timeout:g} s"
             except Exception as exc:  # the system under test may raise anything
-                return _failed(sample), None, f"{type(exc).__name__}: {exc}"
+                return failed_sample(sample), None, f"{type(exc).__name__}: {exc}"
             latency = time.perf_counter() - start
         try:
-            return _filled(sample, value), latency, None
+            return filled_sample(sample, value), latency, None
         except ValueError as exc:
-            return _failed(sample), None, str(exc)
+            return failed_sample(sample), None, str(exc)
 
+    return await gathered(one, samples, counter, executor)
+
+
+async def gathered(
+    one: Callable[[Sample], Awaitable[tuple[Sample, float | None, str | None]]],
+    samples: Sequence[Sample],
+    counter: progress.Task,
+    executor: ThreadPoolExecutor | None,
+) -> TargetRun:
+    """``one`` over every sample at once, as a run: the counter closed and the worker threads
+    let go however it ends (a thread stuck in a timed-out call is abandoned, not awaited)."""
     try:
         results = await asyncio.gather(*(one(s) for s in samples))
     finally:
@@ -196,6 +220,14 @@ async def run_target(
         latency=[r[1] for r in results],
         errors=[r[2] for r in results],
     )
+
+
+def check_settings(concurrency: int, timeout: float | None) -> None:
+    """A ConfigError for a concurrency or a timeout no run can use."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"target concurrency must be an integer >= 1, got {concurrency!r}")
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"target timeout must be > 0 seconds or None, got {timeout!r}")
 
 
 def run_target_sync(
@@ -210,12 +242,12 @@ def run_target_sync(
     return run_sync(run_target(target, samples, concurrency=concurrency, timeout=timeout))
 
 
-def _is_async(target: Target) -> bool:
+def is_async(target: Target) -> bool:
     call = getattr(target, "__call__", None)  # noqa: B004 -- an object with async __call__
     return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
 
 
-def _caller(target: Target, executor: ThreadPoolExecutor | None) -> Callable[[str], Awaitable[Any]]:
+def caller(target: Target, executor: ThreadPoolExecutor | None) -> Callable[[str], Awaitable[Any]]:
     async def call(question: str) -> Any:
         if executor is None:
             value = target(question)
@@ -237,16 +269,16 @@ def _no_question(sample: Sample) -> str:
     return "the sample has no question"
 
 
-def _failed(sample: Sample) -> Sample:
+def failed_sample(sample: Sample) -> Sample:
     return sample.model_copy(update={"answer": None, "contexts": ()})
 
 
-def _filled(sample: Sample, value: Any) -> Sample:
+def filled_sample(sample: Sample, value: Any) -> Sample:
     """The sample with the target's answer and contexts (or turns); ValueError names a wrong
     shape."""
-    out = _unpack(value)
+    out = unpack(value)
     if out.turns is not None or out.steps is not None:
-        return _validated(_conversation(sample, out))
+        return validated_sample(_conversation(sample, out))
     answer, contexts = out.answer, out.contexts
     if not isinstance(answer, str):
         raise ValueError(f"target returned an answer of type {type(answer).__name__}, not str")
@@ -259,7 +291,7 @@ def _filled(sample: Sample, value: Any) -> Sample:
         )
     items = [c.model_dump() if isinstance(c, Context) else c for c in contexts]
     data = sample.model_dump(exclude={"answer", "contexts"})
-    return _validated({**data, "answer": answer, "contexts": items})
+    return validated_sample({**data, "answer": answer, "contexts": items})
 
 
 def _conversation(sample: Sample, out: _Output) -> dict[str, Any]:
@@ -291,7 +323,7 @@ def _conversation(sample: Sample, out: _Output) -> dict[str, Any]:
     return {**data, "turns": turns}
 
 
-def _validated(data: dict[str, Any]) -> Sample:
+def validated_sample(data: dict[str, Any]) -> Sample:
     try:
         return Sample.model_validate(data)
     except ValidationError as exc:
@@ -302,7 +334,7 @@ def _validated(data: dict[str, Any]) -> Sample:
         raise ValueError(f"target returned invalid output: {problems}") from None
 
 
-def _unpack(value: Any) -> _Output:
+def unpack(value: Any) -> _Output:
     if isinstance(value, Mapping):
         unknown = [k for k in value if k not in _DICT_KEYS]
         if "turns" in value and len(value) > 1:

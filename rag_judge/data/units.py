@@ -61,6 +61,7 @@ def turn_samples(sample: Sample) -> list[Sample]:
     A turn's sample has the id ``<conversation id>#t<turn>`` (turns count from 0). It holds
     the turn's question, answer and gold. Its contexts are the union of the turn's
     retrieval steps (:func:`context_union`). A turn without a retrieval has no contexts.
+    Its ``history`` holds the turns before it, so a judge reads the conversation so far.
 
     A single-turn sample is its own one turn: it comes back unchanged, id and all.
     """
@@ -74,6 +75,7 @@ def turn_samples(sample: Sample) -> list[Sample]:
             turn.question,
             context_union(turn.retrieval_steps()),
             turn.answer,
+            history=sample.conversation_turns()[:t],
         )
         for t, turn in enumerate(sample.conversation_turns())
     ]
@@ -122,6 +124,7 @@ def _unit_sample(
     question: str | None,
     contexts: tuple[Context, ...],
     answer: str | None,
+    history: tuple[Turn, ...] = (),
 ) -> Sample:
     # The conversation's metadata, then the turn's (it is the more specific), then the unit's
     # record. The conversation-level fields (answerable, goal, expected_tools) stay behind:
@@ -137,4 +140,4 @@ def _unit_sample(
         relevance=turn.relevance,
         qrels=turn.qrels,
         metadata=metadata,
-    )
+    ).with_history(history)

@@ -6,70 +6,46 @@ turn's calls, one without against every call of the conversation in order. A sam
 combines its entries: ``trajectory_match`` is 1 only when every entry matches; the ratios are
 pooled over the entries (summed numerators over summed denominators). A ratio with nothing to
 divide by does not apply to the sample (``not_applicable``, with the reason), never a silent
-0 or 1. The rules and worked examples are in docs/conversations.md ("The tools evaluator").
+0 or 1. With ``args: judge`` a judge decides whether two calls' arguments are equivalent
+(:mod:`rag_judge.judge.arguments`). The rules and worked examples are in
+docs/conversations.md ("The tools evaluator", "Judged arguments").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
+from rag_judge._async import run_sync
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample
-from rag_judge.evaluators.base import Evaluator, EvaluatorRun, Final, missing_fields, pick
+from rag_judge.evaluators.base import DryRun, Evaluator, EvaluatorRun, Final, pick
 from rag_judge.evaluators.result import EvaluatorResult
-from rag_judge.metrics.trajectory import (
-    ARGS_MODES,
-    POLICIES,
-    ArgsMatcher,
-    ArgsMode,
-    Policy,
-    ToolCall,
-    argument_match,
-    policy_name,
-    steps_to_answer,
-    tool_precision,
-    tool_recall,
-    trajectory_match,
+from rag_judge.evaluators.tool_scores import (
+    JUDGED,
+    STEPS,
+    TOOLS_ARGS,
+    TOOLS_METRICS,
+    ToolsArgs,
+    entry_policies,
+    pairs_to_ask,
+    tool_scores,
 )
-from rag_judge.report.model import (
-    Direction,
-    Failure,
-    FailureKind,
-    MetricInfo,
-    MetricKind,
-    Signature,
-)
+from rag_judge.judge.arguments import ArgsPair, ArgumentsAsk, Found
+from rag_judge.judge.settings import JUDGE_KEYS, Judge, flat_judge, judge_keys, local_cache
+from rag_judge.llm.base import LLMClient
+from rag_judge.llm.providers import no_calls
+from rag_judge.metrics.trajectory import POLICIES, Policy, policy_name
+from rag_judge.report.model import Direction, Failure, MetricInfo, MetricKind, Signature
 
-__all__ = ["TOOLS_METRICS", "ToolsEvaluator", "ToolsRun", "tool_scores"]
+__all__ = ["TOOLS_ARGS", "TOOLS_METRICS", "ToolsEvaluator", "ToolsRun", "tool_scores"]
 
-TOOLS_METRICS = (
-    "trajectory_match",
-    "tool_precision",
-    "tool_recall",
-    "argument_match",
-    "steps_to_answer",
-)
-STEPS = "steps_to_answer"
-# An expected call that names no arguments takes any: its arguments are this object.
-ANY_ARGS: Mapping[str, Any] = MappingProxyType({})
 # The signature's order before any entry is read: each entry's own.
 ENTRY = "entry"
-
-Outcome = float | Failure
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One entry of ``expected_tools`` against the calls it covers."""
-
-    output: tuple[ToolCall, ...]
-    reference: tuple[ToolCall, ...]
-    policy: Policy
 
 
 class ToolsEvaluator(Evaluator):
@@ -78,13 +54,33 @@ class ToolsEvaluator(Evaluator):
 
     ``order``: a match policy for every entry (default: each entry's own ``order``).
     ``args``: how the arguments of two calls of one tool compare; an expected call that names
-    no arguments takes any."""
+    no arguments takes any. ``args: judge`` asks a judge (its keys ``client``, ``cache``,
+    ``temperature``, ``seed``, ``reask``, ``max_tokens`` as for ``type: judge``; the default
+    is the offline stub), and only then may the judge's keys be given."""
 
     type: Literal["tools"] = "tools"
     kind: ClassVar[MetricKind] = MetricKind.TOOLS
     metrics: tuple[str, ...] = Field(default=TOOLS_METRICS, min_length=1)
     order: Policy | None = None
-    args: ArgsMode = "exact"
+    args: ToolsArgs = "exact"
+    # None unless args is judge, and then left out of a dump: configs without it dump as before.
+    judge: Judge | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _judge_keys(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        if isinstance(data, Mapping):
+            given = [k for k in (*JUDGE_KEYS, "judge") if k in data]
+            judged = data.get("args") == "judge"
+            if given and not judged:
+                raise ValueError(f"{given[0]!r} is a judge setting: it needs args: judge")
+            if judged and not given:
+                data = {**data, "judge": Judge()}
+        return judge_keys(data, Judge(), handler)
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Callable[[Any], Any]) -> Any:
+        return flat_judge(handler(self))
 
     @field_validator("metrics")
     @classmethod
@@ -100,7 +96,13 @@ class ToolsEvaluator(Evaluator):
     @field_validator("args", mode="before")
     @classmethod
     def _known_args(cls, value: Any) -> Any:
-        return pick("tools args mode", (value,), ARGS_MODES)[0] if isinstance(value, str) else value
+        return pick("tools args mode", (value,), TOOLS_ARGS)[0] if isinstance(value, str) else value
+
+    @classmethod
+    def resolve_paths(cls, raw: dict[str, Any], base: Path) -> dict[str, Any]:
+        """A judge's cache file named in a config is relative to its folder."""
+        local_cache(raw, base)
+        return raw
 
     def metric_names(self) -> list[str]:
         return list(self.metrics)
@@ -113,10 +115,18 @@ class ToolsEvaluator(Evaluator):
         return MetricInfo(kind=self.kind)
 
     def signature(self, metric: str) -> Signature:
-        return self.signed(metric, (self.order,) if self.order else ())
+        return self.signatures()[metric]
 
-    def signed(self, metric: str, policies: Sequence[str]) -> Signature:
-        """``metric``'s signature, given the match policies its entries were read with."""
+    def signatures(self) -> dict[str, Signature]:
+        # One judge session for every metric: opening one makes a client.
+        asker, policies = self.asker(None), (self.order,) if self.order else ()
+        return {m: self.signed(m, policies, asker) for m in self.metric_names()}
+
+    def signed(
+        self, metric: str, policies: Sequence[str], asker: ArgumentsAsk | None = None
+    ) -> Signature:
+        """``metric``'s signature, given the match policies its entries were read with, and
+        the judge of the arguments (``args: judge``), which signs the metrics it decides."""
         options: dict[str, str] = {}
         if metric == "trajectory_match":
             used = [p for p in POLICIES if p in policies]
@@ -127,10 +137,48 @@ class ToolsEvaluator(Evaluator):
             options["turns"] = "sum"
         else:
             options |= {"names": "multiset", "entries": "pooled"}
-        return Signature(name=metric, options={**options, "version": __version__})
+        if asker is None or metric not in JUDGED:
+            return Signature(name=metric, options={**options, "version": __version__})
+        options |= asker.options()
+        return Signature(name=metric, options={**options, "version": __version__},
+                         judged_by=(asker.session.name,))  # fmt: skip
 
-    def prepare(self) -> ToolsRun:
-        return ToolsRun(self)
+    def asker(self, client: LLMClient | None) -> ArgumentsAsk | None:
+        """The judge of the arguments over ``client`` (else the configured one); None unless
+        ``args: judge``."""
+        return ArgumentsAsk(self.judge.open(client)) if self.judge is not None else None
+
+    def wants_gpu(self) -> bool:
+        return self.judge is not None and self.judge.client.provider == "local"
+
+    def for_shard(self, shards: int, k: int) -> ToolsEvaluator:
+        if self.judge is None:
+            return self
+        return self.model_copy(update={"judge": self.judge.divided(shards, k)})
+
+    def prepare(self, *, client: LLMClient | None = None) -> ToolsRun:
+        """With ``args: judge``, check the client config (an API key in the environment;
+        nothing is called) and compile the prompt; ``client`` overrides the configured one."""
+        if self.judge is not None:
+            self.judge.check()
+        return ToolsRun(self, self.asker(client))
+
+    def dry_run(
+        self, samples: Sequence[Sample], *, client: LLMClient | None = None
+    ) -> DryRun | None:
+        """What ``args: judge`` would send, spending nothing: one request per distinct pair
+        of calls whose arguments differ. Samples without ``expected_tools`` are skipped. None
+        for the other modes, which call no model."""
+        if self.judge is None:
+            return None
+        with no_calls():
+            self.judge.check()
+            asker = self.asker(client)
+            assert asker is not None
+            pairs = pairs_to_ask(samples, self.order, self.metrics)
+            estimate = asker.session.estimate([asker.request(p) for p in pairs])
+        skipped = sum(not s.expected_tools for s in samples)
+        return DryRun(prompts=len(pairs), skipped=skipped, **estimate)
 
 
 class ToolsRun(EvaluatorRun):
@@ -139,150 +187,65 @@ class ToolsRun(EvaluatorRun):
 
     evaluator: ToolsEvaluator
 
-    def __init__(self, evaluator: ToolsEvaluator) -> None:
+    def __init__(self, evaluator: ToolsEvaluator, asker: ArgumentsAsk | None) -> None:
         super().__init__(evaluator)
         self._policies: set[str] = set()
+        self.asker = asker
+        # Each pair is asked once per run; a later chunk reads the verdict found here.
+        self.verdicts: dict[ArgsPair, Found] = {}
+
+    def signatures(self) -> dict[str, Signature]:
+        ev = self.evaluator
+        policies = (ev.order,) if ev.order else ()
+        return {m: ev.signed(m, policies, self.asker) for m in ev.metric_names()}
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> Final:
+        """Without a judge, each chunk as the base class scores it. With one, each chunk's
+        new pairs are asked first, over one engine for the run (one scheduler, rate limit
+        and cache), then the chunk is scored."""
+        asker = self.asker
+        if asker is None:
+            return super().evaluate_chunks(chunks, emit)
+        ev = self.evaluator
+
+        async def run() -> Final:
+            async with asker.session.engine() as engine:
+                for samples in chunks:
+                    new = [
+                        p
+                        for p in pairs_to_ask(samples, ev.order, ev.metrics)
+                        if p not in self.verdicts
+                    ]
+                    self.verdicts |= await asker.ask(engine, new)
+                    emit(self.evaluate(samples))
+            return replace(self.finish(), usage=engine.usage.model_copy())
+
+        return run_sync(run())
 
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
         ev = self.evaluator
         names = ev.metric_names()
         result = EvaluatorResult.empty(len(samples), self.signatures())
         policies: set[str] = set()
+        verdicts = self.verdicts if self.asker is not None else None
         for i, sample in enumerate(samples):
-            scores = tool_scores(sample, names, order=ev.order, args=ev.args)
+            scores = tool_scores(sample, names, order=ev.order, args=ev.args, verdicts=verdicts)
             for metric, outcome in scores.items():
                 if isinstance(outcome, Failure):
                     result.fail(i, outcome, [metric])
                 else:
                     result.scores[metric][i] = outcome
             if isinstance(scores.get("trajectory_match"), float):
-                policies |= {e.policy for e in _entries(sample, ev.order)}
+                policies |= entry_policies(sample, ev.order)
         self._policies |= policies
         for metric in names:
-            result.signatures[metric] = ev.signed(metric, sorted(policies))
+            result.signatures[metric] = ev.signed(metric, sorted(policies), self.asker)
         return result
 
     def finish(self) -> Final:
         """The signatures over the whole run: every policy the scored entries were read with."""
-        ev = self.evaluator
+        ev, asker = self.evaluator, self.asker
         policies = sorted(self._policies)
-        return Final(signatures={m: ev.signed(m, policies) for m in ev.metric_names()})
-
-
-def tool_scores(
-    sample: Sample, metrics: Sequence[str], *, order: Policy | None = None, args: ArgsMode = "exact"
-) -> dict[str, Outcome]:
-    """Each of ``metrics`` for one sample: a value, or the failure that says why there is
-    none (a missing input, or ``not_applicable`` where a ratio has nothing to divide by)."""
-    out: dict[str, Outcome] = {}
-    if STEPS in metrics:
-        out[STEPS] = _steps(sample)
-    compared = [m for m in metrics if m != STEPS]
-    if not compared:
-        return out
-    missing = missing_fields(sample, ("expected_tools",))
-    if missing:
-        lacks = Failure(kind=FailureKind.MISSING_INPUT, message="; ".join(missing))
-        out |= dict.fromkeys(compared, lacks)
-        return {m: out[m] for m in metrics}
-    entries = _entries(sample, order)
-    fits = _fits(args)
-    calls, expected = _pooled(entries)
-    overrides = dict.fromkeys({c.name for e in entries for c in e.reference}, fits)
-    values: dict[str, float | None] = {
-        "trajectory_match": float(
-            all(
-                trajectory_match(e.output, e.reference, e.policy, args=args, overrides=overrides)
-                for e in entries
-            )
-        ),
-        "tool_precision": tool_precision(calls, expected),
-        "tool_recall": tool_recall(calls, expected),
-        "argument_match": _argument_match(calls, expected, fits),
-    }
-    reasons = {
-        "tool_precision": "no tool was called (precision divides by the calls made)",
-        "tool_recall": "no tool call is expected (recall divides by the expected calls)",
-        "argument_match": _no_arguments(calls, expected),
-    }
-    for metric in compared:
-        value = values[metric]
-        out[metric] = value if value is not None else _not_applicable(reasons[metric])
-    return {m: out[m] for m in metrics}
-
-
-def _entries(sample: Sample, order: Policy | None) -> list[_Entry]:
-    """Each expected-tools entry with the calls it covers, under ``order`` or its own."""
-    turns = sample.conversation_turns()
-    out = []
-    for entry in sample.expected_tools or ():
-        covered = turns if entry.turn is None else (turns[entry.turn],)
-        output = tuple(ToolCall(c.tool, c.arguments) for t in covered for c in t.tool_calls())
-        reference = tuple(
-            ToolCall(c.tool, ANY_ARGS if c.arguments is None else c.arguments) for c in entry.calls
-        )
-        out.append(_Entry(output, reference, order or entry.order))
-    return out
-
-
-def _fits(args: ArgsMode) -> ArgsMatcher:
-    """``args``'s rule for two calls' arguments, except that an expected call that names no
-    arguments takes any."""
-
-    def fits(output: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
-        if reference is ANY_ARGS:
-            return True
-        one, other = (ToolCall("", output),), (ToolCall("", reference),)
-        return trajectory_match(one, other, "strict", args=args)
-
-    return fits
-
-
-def _pooled(entries: Sequence[_Entry]) -> tuple[list[ToolCall], list[ToolCall]]:
-    """Every entry's calls as one trajectory, each entry's tools renamed apart (``0:search``,
-    ``1:search``), so that a call pairs only within its entry and a kernel's ratio over the
-    whole is the pooled ratio: summed numerators over summed denominators."""
-    calls, expected = [], []
-    for k, entry in enumerate(entries):
-        calls += [ToolCall(f"{k}:{c.name}", c.arguments) for c in entry.output]
-        expected += [ToolCall(f"{k}:{c.name}", c.arguments) for c in entry.reference]
-    return calls, expected
-
-
-def _argument_match(
-    calls: Sequence[ToolCall], expected: Sequence[ToolCall], fits: ArgsMatcher
-) -> float | None:
-    # Arguments that no expected call states cannot be checked: 1 would be a silent 1.
-    if all(c.arguments is ANY_ARGS for c in expected):
-        return None
-    overrides = dict.fromkeys({c.name for c in expected}, fits)
-    return argument_match(calls, expected, overrides=overrides)
-
-
-def _no_arguments(calls: Sequence[ToolCall], expected: Sequence[ToolCall]) -> str:
-    """Why argument_match has nothing to divide by: no pair of calls, or no stated arguments."""
-    if not expected:
-        return "no tool call is expected"
-    if tool_precision(calls, expected) in (None, 0.0):
-        return "no call was made to an expected tool"
-    return "no expected call states its arguments"
-
-
-def _steps(sample: Sample) -> Outcome:
-    """The steps of every turn (a single-turn sample's one retrieval counts 1), or a missing
-    input naming the turns that have no answer."""
-    turns = sample.conversation_turns()
-    counts = [steps_to_answer(t.steps, answered=t.answer is not None) for t in turns]
-    unanswered = [str(i) for i, n in enumerate(counts) if n is None]
-    if not unanswered:
-        return float(sum(n for n in counts if n is not None))
-    if not sample.is_conversation():
-        message = "; ".join(missing_fields(sample, ("answer",)))
-    else:
-        turn = "turn" if len(unanswered) == 1 else "turns"
-        message = f"no answer in {turn} {', '.join(unanswered)} (turns count from 0)"
-    return Failure(kind=FailureKind.MISSING_INPUT, message=message)
-
-
-def _not_applicable(message: str) -> Failure:
-    return Failure(kind=FailureKind.NOT_APPLICABLE, message=message)
+        return Final(signatures={m: ev.signed(m, policies, asker) for m in ev.metric_names()})

@@ -12,6 +12,8 @@ from rag_judge.judge.prompts import PromptError, PromptRenderer, neutralise, sec
 from rag_judge.judge.relevance import graded_by_judge, relevance_grade
 from rag_judge.judge.rubrics import (
     BUILTIN_RUBRICS,
+    CONVERSATION_RUBRICS,
+    ConversationRubric,
     Example,
     Rubric,
     load_rubrics,
@@ -30,8 +32,10 @@ from rag_judge.judge.verdicts import (
 
 __all__ = [
     "BUILTIN_RUBRICS",
+    "CONVERSATION_RUBRICS",
     "SCORE_LABELS",
     "VERDICT_SCHEMA",
+    "ConversationRubric",
     "Example",
     "JudgeVerdict",
     "Outcome",

@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from rag_judge._version import __version__
 from rag_judge.data.sample import Sample, duplicate_id
+from rag_judge.data.units import turn_samples, unit_of
 from rag_judge.errors import ConfigError, DataError
 from rag_judge.judge.asking import Outcome, ask_sync
 from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
@@ -42,7 +43,7 @@ from rag_judge.judge.settings import Judge, JudgeSession, flat_judge, judge_keys
 from rag_judge.judge.verdicts import Unscored
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
 from rag_judge.report.model import Failure, FailureKind, Signature
-from rag_judge.stats import bootstrap_ci
+from rag_judge.stats import bootstrap_ci, clustered_bootstrap_ci
 
 __all__ = ["PairOutcome", "PairVerdict", "PairwiseJudge", "PairwiseResult"]
 
@@ -67,6 +68,9 @@ class PairwiseJudge(BaseModel):
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
     template: str = "_pairwise.j2"
     template_dirs: tuple[Path, ...] = ()
+    # ``turn``: judge each turn of a conversation on its own (paired by conversation id and
+    # turn index), the win rate's interval resampling conversations.
+    level: Literal["conversation", "turn"] = "conversation"
 
     @model_validator(mode="wrap")
     @classmethod
@@ -125,9 +129,14 @@ class PairwiseJudge(BaseModel):
                 "orders": "both",
                 "inconsistent": "tie",
                 "reask": str(self.judge.reask),
+                **({"level": "turn"} if self.level == "turn" else {}),
                 "version": __version__,
             },
-            run={"ci": f"bootstrap-{self.resamples}@{self.confidence:g}", "seed": str(self.seed)},
+            run={
+                "ci": f"bootstrap-{self.resamples}@{self.confidence:g}",
+                "seed": str(self.seed),
+                **({"cluster": "conversation"} if self.level == "turn" else {}),
+            },
             judged_by=(session.name,),
         )
 
@@ -199,6 +208,9 @@ class PairwiseJudge(BaseModel):
         """Judge every question both variants answered. ``client`` overrides the configured
         one; ``labels`` name A and B in the outputs (e.g. their file names)."""
         prepared = self.prepare()
+        if self.level == "turn":  # each turn a sample of its own, id <conversation>#t<turn>
+            a_samples = [u for s in a_samples for u in turn_samples(s)]
+            b_samples = [u for s in b_samples for u in turn_samples(s)]
         a_by_id, b_by_id = _by_id(a_samples, "A"), _by_id(b_samples, "B")
         ids = [i for i in a_by_id if i in b_by_id]
         session = self.judge.open(client)
@@ -231,10 +243,19 @@ class PairwiseJudge(BaseModel):
             pairs[p].verdicts.append(_verdict(order, outcome))
         for pair in pairs:
             _decide(pair)
-        values = outcome_values([p.outcome for p in pairs if p.outcome is not None])
-        low, high = bootstrap_ci(
-            values, resamples=self.resamples, confidence=self.confidence, seed=self.seed
-        )
+        decided = [p for p in pairs if p.outcome is not None]
+        values = outcome_values([p.outcome for p in decided if p.outcome is not None])
+        clusters = [unit_of(a_by_id[p.id]).conversation for p in decided]
+        low, high = (
+            clustered_bootstrap_ci(
+                values, clusters, resamples=self.resamples, confidence=self.confidence,
+                seed=self.seed,
+            )
+            if self.level == "turn"
+            else bootstrap_ci(
+                values, resamples=self.resamples, confidence=self.confidence, seed=self.seed
+            )
+        )  # fmt: skip
         return PairwiseResult(
             rubric=prepared.rubric.name,
             signature=self.signature(session.client, prepared),

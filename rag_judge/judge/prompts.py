@@ -5,13 +5,17 @@ sections, in the one grammar of ``rag_judge.llm.sections`` (``<<<BEGIN NAME>>>``
 ``<<<END NAME>>>``, the data neutralised so it can never open or close one). A template
 renders the system message, a ``<<<USER>>>`` line, then the user message (``_base.j2`` lays
 this out); a template without that line is all user message.
+
+A turn of a conversation (a sample with ``history``) gets the turns before it as sections
+opening its user message, whatever its template (``rag_judge.judge.conversation``); a sample
+without history renders exactly as it always did.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,14 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, RagJudgeError
+from rag_judge.judge.conversation import (
+    CONVERSATION_INPUTS,
+    HISTORY,
+    HISTORY_INTRO,
+    conversation_sections,
+    conversation_variable,
+    turn_records,
+)
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.llm import sections
 from rag_judge.llm.base import ChatMessage
@@ -56,17 +68,34 @@ def section(name: str, text: Any) -> str:
         raise PromptError(str(exc)) from None
 
 
+def conversation(turns: Sequence[Mapping[str, Any]]) -> str:
+    """The turns as delimited sections, as templates call it (``{{ conversation(turns) }}``);
+    turns that are not the ``turns`` variable's records are a PromptError."""
+    try:
+        return conversation_sections(turns)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise PromptError(f"conversation(): expected the turns variable ({exc})") from None
+
+
 def sample_variables(
     rubric: Rubric, sample: Sample, context_index: int | None = None
 ) -> dict[str, Any]:
     """Template variables for the rubric's declared inputs only, every string neutralised.
 
     Undeclared inputs are left out on purpose: a template that uses one fails under
-    StrictUndefined instead of silently rendering an empty section.
+    StrictUndefined instead of silently rendering an empty section. A turn unit's earlier
+    turns are ``history``, which ``PromptRenderer.render`` places itself; a rubric that shows
+    the whole conversation (``turns``) already holds them.
     """
     out: dict[str, Any] = {}
+    if sample.history and "turns" not in rubric.inputs:
+        out[HISTORY] = turn_records(sample.history)
     for field in rubric.inputs:
-        if field == "contexts":
+        if field in CONVERSATION_INPUTS:
+            value = conversation_variable(field, sample)
+            if value is not None:
+                out[field] = value
+        elif field == "contexts":
             ctxs = [
                 {"rank": r, "id": neutralise(c.id) if c.id else None, "text": neutralise(c.text)}
                 for r, c in enumerate(sample.contexts, start=1)
@@ -119,13 +148,17 @@ class PromptRenderer:
             keep_trailing_newline=False,
         )
         self.env.globals["section"] = section
+        self.env.globals["conversation"] = conversation
         self._cache: dict[str, tuple[jinja2.Template, str]] = {}
 
     def template_name(self, rubric: Rubric) -> str:
         if rubric.template is not None:
             return rubric.template
         builtin = f"{rubric.name}.j2"
-        return builtin if any((d / builtin).is_file() for d in self.search_path) else "_generic.j2"
+        if any((d / builtin).is_file() for d in self.search_path):
+            return builtin
+        # A conversation rubric's generic template shows the turns and its brief.
+        return "_conversation.j2" if "turns" in rubric.inputs else "_generic.j2"
 
     def _in_loader(self, name: str) -> bool:
         return not Path(name).is_absolute() and any((d / name).is_file() for d in self.search_path)
@@ -189,8 +222,14 @@ class PromptRenderer:
         return self.load(rubric)[1]
 
     def render(self, rubric: Rubric, variables: dict[str, Any]) -> tuple[ChatMessage, ...]:
-        """System and user messages for one judgment. Raises PromptError naming what is missing."""
+        """System and user messages for one judgment. Raises PromptError naming what is missing.
+
+        ``variables[HISTORY]`` (a turn's earlier turns) opens the user message, before the
+        template's own text; without it the messages are the template's alone.
+        """
         template, _ = self.load(rubric)
+        history = variables.get(HISTORY)
+        variables = {k: v for k, v in variables.items() if k != HISTORY}
         try:
             text = template.render(rubric=rubric_variables(rubric), **variables)
         except jinja2.UndefinedError as exc:
@@ -205,6 +244,8 @@ class PromptRenderer:
         system, marker, user = text.partition("\n" + USER_MARKER + "\n")
         if not marker:
             system, user = DEFAULT_SYSTEM, text
+        if history:
+            user = f"{HISTORY_INTRO}\n\n{conversation(history)}\n\n{user.strip()}"
         return (
             ChatMessage(role="system", content=system.strip()),
             ChatMessage(role="user", content=user.strip()),

@@ -1,8 +1,9 @@
 """Rubrics as data: what the judge sees, the criteria, and what each level 1–5 means.
 
 Ten rubrics are built in, as data in ``prompts/rubrics.yaml`` (their prompts are the Jinja
-templates of the same name in ``prompts/``). Users add rubrics in YAML (criteria + one
-description per level) or point a rubric at their own template file.
+templates of the same name in ``prompts/``). Four more judge a whole conversation
+(``ConversationRubric``, in ``prompts/conversation_rubrics.yaml``). Users add rubrics in YAML
+(criteria + one description per level) or point a rubric at their own template file.
 """
 
 from __future__ import annotations
@@ -20,14 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rag_judge.data.sample import Sample
 from rag_judge.data.yaml_file import child_node, line_of, read_yaml
 from rag_judge.errors import ConfigError
+from rag_judge.judge.conversation import CONVERSATION_INPUTS, missing_conversation_input
 from rag_judge.messages import describe_value, input_problems
 from rag_judge.resources import resource_dir
 
 __all__ = [
     "BUILTIN_RUBRICS",
+    "CONVERSATION_INPUTS",
+    "CONVERSATION_RUBRICS",
     "FILE_SUFFIXES",
     "INPUTS",
     "NORM",
+    "ConversationRubric",
     "Example",
     "Rubric",
     "check_specs",
@@ -40,6 +45,10 @@ __all__ = [
 
 Input = Literal["question", "answer", "contexts", "references"]
 INPUTS: tuple[str, ...] = ("question", "answer", "contexts", "references")
+# A conversation rubric's inputs: one Literal, so an error lists every legal value at once.
+AnyInput = Literal[
+    "question", "answer", "contexts", "references", "turns", "goal", "role", "topics"
+]
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -112,10 +121,46 @@ class Rubric(BaseModel):
         if self.per_context and "contexts" not in self.inputs:
             raise ValueError("'per_context' needs 'contexts' among the inputs")
         for i, ex in enumerate(self.examples):
-            lacking = [f for f in self.inputs if not getattr(ex, f)]
+            # An example holds no conversation, so it lacks a conversation input.
+            lacking = [f for f in self.inputs if not getattr(ex, f, None)]
             if lacking:
                 raise ValueError(f"examples[{i}] lacks {lacking[0]!r}, an input of this rubric")
         return self
+
+
+class ConversationRubric(Rubric):
+    """A rubric that judges a whole conversation: its inputs are the turns (always), and the
+    goal, the assistant's role or the allowed topics (``rag_judge.judge.conversation`` reads
+    them). A turn unit with history counts as the conversation up to that turn.
+
+    A subclass, so that a single-turn rubric's inputs and their error messages stay as they
+    were; a rubric mapping whose inputs name a conversation input is read as one.
+    """
+
+    # The inputs widen to the conversation's (a tuple of a wider Literal: mypy sees a clash).
+    inputs: tuple[AnyInput, ...] = Field(  # type: ignore[assignment]
+        default=("turns",), min_length=1
+    )
+
+    @model_validator(mode="after")
+    def _a_conversation(self) -> ConversationRubric:
+        if "turns" not in self.inputs:
+            raise ValueError("a conversation rubric needs 'turns' among its inputs")
+        plain = [f for f in self.inputs if f in INPUTS]
+        if plain:
+            raise ValueError(
+                f"{plain[0]!r} is an input of a single-turn rubric; a conversation rubric's "
+                f"inputs are among {', '.join(CONVERSATION_INPUTS)}"
+            )
+        return self
+
+
+def _model_for(item: Mapping[str, Any]) -> type[Rubric]:
+    """ConversationRubric for a mapping whose inputs name a conversation input, else Rubric."""
+    inputs = item.get("inputs")
+    if isinstance(inputs, list | tuple) and any(i in CONVERSATION_INPUTS for i in inputs):
+        return ConversationRubric
+    return Rubric
 
 
 # What a rubric's fields take, in YAML's words, where the type does not say it all (for
@@ -133,25 +178,37 @@ _EXPECTED = {
     "examples[].score": "a whole number from 1 to 5",
     "template": "a string (a template name or a .j2 file)",
 }
+_CONVERSATION_EXPECTED = {
+    **_EXPECTED,
+    "inputs": f"a list of inputs among {', '.join(CONVERSATION_INPUTS)}",
+}
 _SHAPE = "a mapping with name, inputs, criteria, levels"
 
 BUILTIN_FILE = "rubrics.yaml"  # in the shipped prompts folder
+CONVERSATION_FILE = "conversation_rubrics.yaml"  # ... and the conversation rubrics
 
 
-def _builtin_rubrics() -> dict[str, Rubric]:
-    """The built-in rubrics, from ``prompts/rubrics.yaml`` (in the wheel or the checkout)."""
-    path = resource_dir("prompts") / BUILTIN_FILE
+def _builtin_rubrics(file: str) -> dict[str, Rubric]:
+    """The built-in rubrics of ``file`` in ``prompts/`` (in the wheel or the checkout)."""
+    path = resource_dir("prompts") / file
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return {r.name: r for r in (Rubric.model_validate(d) for d in data)}
+    return {r.name: r for r in (_model_for(d).model_validate(d) for d in data)}
 
 
 # Each has a template of the same name in prompts/.
-BUILTIN_RUBRICS: dict[str, Rubric] = _builtin_rubrics()
+BUILTIN_RUBRICS: dict[str, Rubric] = _builtin_rubrics(BUILTIN_FILE)
+# A separate table: BUILTIN_RUBRICS stays the single-turn rubrics that score any sample.
+CONVERSATION_RUBRICS: dict[str, Rubric] = _builtin_rubrics(CONVERSATION_FILE)
+_BUILTIN: dict[str, Rubric] = {**BUILTIN_RUBRICS, **CONVERSATION_RUBRICS}
 
 
 def missing_input(rubric: Rubric, sample: Sample) -> str | None:
     """Why ``sample`` cannot be judged on ``rubric`` (naming the field), or None."""
     for field in rubric.inputs:
+        if field in CONVERSATION_INPUTS:
+            problem = missing_conversation_input(rubric.name, field, sample)
+            if problem:
+                return problem
         if field == "contexts" and not sample.contexts:
             return f"field 'contexts': rubric '{rubric.name}' needs retrieved contexts; none given"
         if field == "references" and not any(r.strip() for r in sample.references):
@@ -208,10 +265,12 @@ def _from_mapping(
     if base_dir is not None and isinstance(template, str) and template.endswith(".j2"):
         candidate = base_dir / template
         item["template"] = str(candidate) if candidate.is_file() else template
+    model = _model_for(item)
+    expected = _CONVERSATION_EXPECTED if model is ConversationRubric else _EXPECTED
     try:
-        return Rubric.model_validate(item)
+        return model.model_validate(item)
     except ValidationError as exc:
-        problems = input_problems(exc, Rubric, syntax="yaml", expected=_EXPECTED)
+        problems = input_problems(exc, model, syntax="yaml", expected=expected)
         name = item.get("name")
         label = f"rubric {name!r}" if isinstance(name, str) and name else label
         if node is None:
@@ -239,7 +298,7 @@ def check_specs(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> None:
             names.append(spec.name)
         elif isinstance(spec, Mapping):
             names.append(rubric_from_mapping(spec, f"rubrics[{i}]", base_dir=None).name)
-        elif spec in BUILTIN_RUBRICS:
+        elif spec in _BUILTIN:
             names.append(spec)
         elif not spec.endswith(FILE_SUFFIXES):
             raise _unknown(i, spec)
@@ -250,6 +309,8 @@ def _unknown(i: int, spec: str) -> ConfigError:
     return ConfigError(
         f"rubrics[{i}]: unknown rubric {spec!r}; built-in rubrics: "
         + ", ".join(BUILTIN_RUBRICS)
+        + "; conversation rubrics: "
+        + ", ".join(CONVERSATION_RUBRICS)
         + " (or give a .yaml rubric file or a .j2 template)"
     )
 
@@ -269,8 +330,8 @@ def resolve_rubrics(specs: tuple[RubricSpec, ...] | list[RubricSpec]) -> list[Ru
             out.append(spec)
         elif isinstance(spec, Mapping):
             out.append(rubric_from_mapping(spec, f"rubrics[{i}]", base_dir=None))
-        elif spec in BUILTIN_RUBRICS:
-            out.append(BUILTIN_RUBRICS[spec])
+        elif spec in _BUILTIN:
+            out.append(_BUILTIN[spec])
         elif spec.endswith((".yaml", ".yml")):
             out.extend(load_rubrics(spec))
         elif spec.endswith(".j2"):
@@ -296,10 +357,14 @@ def rubric_from_template(path: str | Path) -> Rubric:
         raise ConfigError(f"{path}:{exc.lineno}: {exc.message}") from None
     per_context = "context" in used
     inputs = [f for f in INPUTS if f in used or (f == "contexts" and per_context)]
+    # A template that shows the conversation (its turns) is a conversation rubric.
+    if "turns" in used:
+        inputs = [f for f in CONVERSATION_INPUTS if f in used]
     if not inputs:
-        raise ConfigError(f"{path}: the template uses none of the inputs {', '.join(INPUTS)}")
+        every = ", ".join((*INPUTS, *CONVERSATION_INPUTS))
+        raise ConfigError(f"{path}: the template uses none of the inputs {every}")
     name = re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_") or "custom"
-    return Rubric.model_validate(
+    return _model_for({"inputs": inputs}).model_validate(
         {
             "name": name if name[0].isalpha() else f"r_{name}",
             "inputs": inputs,

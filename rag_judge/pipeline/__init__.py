@@ -12,20 +12,33 @@ from typing import Literal, overload
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
-from rag_judge.config import ExperimentConfig, check_metric_names, load_config
+from rag_judge.config import (
+    ExperimentConfig,
+    check_metric_names,
+    check_threshold_names,
+    load_config,
+)
 from rag_judge.data.readers import load_dataset
 from rag_judge.data.rows import RowFile, RowWriter
 from rag_judge.data.sample import Dataset, Sample
 from rag_judge.data.stream import InMemory, SampleRows, SampleSource, open_source, parse_sample
-from rag_judge.data.target import resolve_target, run_target_sync
+from rag_judge.data.target import resolve_target
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult, EvaluatorRun
 from rag_judge.pipeline import _ray
 from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
+from rag_judge.pipeline.converse import Driver
+from rag_judge.pipeline.hops import unit_thresholds
 from rag_judge.pipeline.judged_relevance import feed_judgments
-from rag_judge.pipeline.per_unit import UnitStep, check_per_unit, run_per_unit, unit_infos
+from rag_judge.pipeline.per_unit import (
+    UnitStep,
+    check_per_unit,
+    run_per_unit,
+    unit_infos,
+    with_units,
+)
 from rag_judge.pipeline.running import stream
 from rag_judge.pipeline.summary import summarize
 from rag_judge.report import write_report
@@ -128,6 +141,7 @@ class Pipeline:
                 message = f"evaluators[{i}] ({evaluator.type}): {exc}"
                 raise ConfigError(message, loc=("evaluators", i)) from None
         check_metric_names(self.config.evaluators)  # names known now: rubric files are read
+        check_threshold_names(self.config.thresholds, self.config.evaluators)
         return runs
 
     def metric_infos(self) -> dict[str, MetricInfo]:
@@ -261,7 +275,8 @@ class Pipeline:
                     clusters=unit.clusters,
                 )
         n = collected.steps[0].n if collected.steps else 0
-        results = collected.results(source, cfg.chunk_size)
+        thresholds = unit_thresholds(cfg.thresholds, cfg.gates)
+        results = with_units(collected.results(source, cfg.chunk_size), units, thresholds)
         samples: SampleFile | list[SampleResult]
         if n > cfg.inline_samples:
             samples = collected.to_file(results, collected.folder / SAMPLES_FILE)
@@ -284,28 +299,32 @@ class Pipeline:
         if cfg.target is None:  # pragma: no cover - the caller checks
             raise ConfigError("no target configured")
         target = resolve_target(cfg.target)  # a bad spec fails here, before any call
-        signature = Signature.of(
-            "latency_s",
-            target=cfg.target,
-            concurrency=cfg.target_concurrency,
-            timeout=f"{cfg.target_timeout:g}" if cfg.target_timeout else "none",
-            unit="s",
-            version=__version__,
-        )
-        answered = RowWriter(step.spool.path.with_name("answered.jsonl"))
-        for chunk in source.chunks(cfg.chunk_size):
-            called = run_target_sync(
-                target, chunk, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout
+        # With conversation:, the target is driven a turn at a time (converse.py): the
+        # signature then says how, and latency_s is each conversation's calls summed.
+        with Driver(cfg.conversation, target) as driver:
+            signature = Signature.of(
+                "latency_s",
+                target=cfg.target,
+                concurrency=cfg.target_concurrency,
+                timeout=f"{cfg.target_timeout:g}" if cfg.target_timeout else "none",
+                **driver.options(),
+                unit="s",
+                version=__version__,
             )
-            for sample in called.samples:
-                answered.write(sample.model_dump_json().encode())
-            step.add(
-                EvaluatorResult(
-                    scores={"latency_s": list(called.latency)},
-                    errors=[{"target": Failure(message=e)} if e else {} for e in called.errors],
-                    signatures={"latency_s": signature},
+            answered = RowWriter(step.spool.path.with_name("answered.jsonl"))
+            for chunk in source.chunks(cfg.chunk_size):
+                called = driver.run(
+                    chunk, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout
                 )
-            )
+                for sample in called.samples:
+                    answered.write(sample.model_dump_json().encode())
+                step.add(
+                    EvaluatorResult(
+                        scores={"latency_s": list(called.latency)},
+                        errors=[{"target": Failure(message=e)} if e else {} for e in called.errors],
+                        signatures={"latency_s": signature},
+                    )
+                )
         if not step.metrics:  # no samples: the column is there, empty
             step.add(EvaluatorResult.empty(0, {"latency_s": signature}))
         offsets = answered.close()

@@ -12,16 +12,22 @@ from rag_judge.report.format import (
     Column,
     Table,
     ci_label,
-    interval,
     markdown_table,
     md_code,
     md_text,
-    num,
 )
 from rag_judge.report.judge_tables import judge_tables
+from rag_judge.report.levels import (
+    LEVEL_BRIEF,
+    LEVEL_TITLES,
+    degradation_table,
+    level_groups,
+    level_note,
+    summary_rows,
+)
 from rag_judge.report.model import Report
 
-__all__ = ["render_markdown", "summary_table"]
+__all__ = ["level_sections", "render_markdown", "summary_table"]
 
 _MAX_ERRORS = 50
 
@@ -34,9 +40,12 @@ def render_markdown(report: Report) -> str:
         "",
         f"{len(report.samples)} samples · {md_text(about)}",
         "",
-        summary_table(report),
-        "",
     ]
+    # A report scored per turn or per step has a section per level; any other, one table.
+    lines += level_sections(report, "## ") or [summary_table(report), ""]
+    degraded = degradation_table(report)
+    if degraded is not None:
+        lines += [f"## {degraded.title}", "", markdown_table(degraded), ""]
     if report.warnings:
         lines += ["## Warnings", ""]
         lines += [f"- **{md_text(w.metric)}**: {md_text(w.message)}" for w in report.warnings]
@@ -65,13 +74,26 @@ def render_markdown(report: Report) -> str:
 def summary_table(report: Report) -> str:
     """The summary as a Markdown table: ``n`` scored samples, ``errors`` failed (``unscored``
     of them verdicts that could not be read), ``n/a`` samples the metric does not apply to."""
+    return markdown_table(_summary(report, list(report.summary)))
+
+
+def level_sections(report: Report, heading: str, *, brief: bool = False) -> list[str]:
+    """The summary as a section per level (per conversation, per turn, per step), each a
+    ``heading`` line, what its ``n`` and interval count, and its table; empty when the report
+    has no metric scored per turn or per step. ``brief`` says it in the heading (a terminal)."""
+    lines: list[str] = []
+    for level, metrics in level_groups(report):
+        table = markdown_table(_summary(report, metrics))
+        if brief:
+            lines += [f"{heading}{LEVEL_TITLES[level]} ({LEVEL_BRIEF[level]})", "", table, ""]
+        else:
+            note = level_note(level, report.confidence)
+            lines += [f"{heading}{LEVEL_TITLES[level]}", "", note, "", table, ""]
+    return lines
+
+
+def _summary(report: Report, metrics: list[str]) -> Table:
     columns = [Column("metric", "text"), Column("mean"), Column(ci_label(report.confidence))]
     columns += [Column(name) for name in ("n", "errors", "unscored", "n/a")]
     columns.append(Column("aggregate", "text"))
-    rows = [
-        [metric, num(s.mean), interval(s.ci_low, s.ci_high)]
-        + [str(count) for count in (s.n, s.errors, s.unscored, s.not_applicable)]
-        + [s.aggregate]
-        for metric, s in report.summary.items()
-    ]
-    return markdown_table(Table("Summary", columns, rows))
+    return Table("Summary", columns, summary_rows(report, metrics))

@@ -10,6 +10,7 @@ The Markdown and HTML renderers import this module and turn it into text, never 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from rag_judge.report.estimates import (
     RubricAudit,
     WarningKind,
 )
+from rag_judge.report.result import UNIT_PREFIXES, Degradation, Miss, SampleResult, UnitResult
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
 from rag_judge.report.types import (
     CLAIM_VERDICTS,
@@ -58,7 +60,6 @@ from rag_judge.report.types import (
     PerContextJudgment,
     Restatement,
     RubricJudgment,
-    SampleResult,
     Signature,
     Usage,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "UNCHECKED",
     "BaseJudgment",
     "ClaimJudgment",
+    "Degradation",
     "Direction",
     "Failure",
     "FailureKind",
@@ -83,6 +85,7 @@ __all__ = [
     "MetricInfo",
     "MetricKind",
     "MetricSummary",
+    "Miss",
     "PPIEstimate",
     "PerContextJudgment",
     "Report",
@@ -95,6 +98,7 @@ __all__ = [
     "SampleIndex",
     "SampleResult",
     "Signature",
+    "UnitResult",
     "Usage",
     "WarningKind",
     "stub_method",
@@ -201,9 +205,28 @@ class Report(BaseModel):
         return self.index().ids
 
     def column(self, metric: str) -> dict[str, float | None]:
-        """Sample id -> value of ``metric`` (None where it failed or is absent)."""
+        """Sample id -> value of ``metric`` (None where it failed or is absent). A metric
+        scored per turn or step (``turn.X``) maps each unit's id (``c1#t2``: the conversation
+        and the turn index, and the step's) to its value, over the units that scored it."""
+        if metric.startswith(UNIT_PREFIXES):
+            return {u.id: u.scores[metric] for _, u in self.units(metric)}
         index = self.index()
         return {sid: index.value(metric, i) for i, sid in enumerate(index.ids)}
+
+    def units(self, metric: str | None = None) -> Iterator[tuple[str, UnitResult]]:
+        """Each unit row with its conversation's id, in order; only those that scored
+        ``metric`` when it is given."""
+        for result in self.samples:
+            for unit in result.units:
+                if metric is None or metric in unit.scores:
+                    yield result.id, unit
+
+    def clusters(self, metric: str) -> dict[str, str] | None:
+        """For a metric scored per unit, each unit's id -> its conversation's id (what a
+        bootstrap of it resamples); None for a metric scored per sample."""
+        if not metric.startswith(UNIT_PREFIXES):
+            return None
+        return {u.id: conversation for conversation, u in self.units(metric)}
 
     def judge_rubrics(self) -> list[str]:
         """The judge metrics on their own scale: 1-5 rubrics and the grounding evaluator's

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.data.rows import RowFile
-from rag_judge.report.types import Failure, SampleResult
+from rag_judge.report.result import SampleResult
+from rag_judge.report.types import Failure
 
 __all__ = ["Column", "SampleFile", "SampleIndex", "parse_result"]
 

@@ -11,7 +11,7 @@ import re
 
 from rag_judge.errors import ConfigError
 
-__all__ = ["NAMED_THRESHOLD", "OPERATORS", "parse_threshold"]
+__all__ = ["NAMED_THRESHOLD", "OPERATORS", "meets", "parse_threshold"]
 
 OPERATORS = (">=", "<=", "==", ">", "<")  # longest first, so ">=" is never read as ">"
 _EXPR = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
@@ -37,6 +37,19 @@ def parse_threshold(expr: str | float, *, metric: str = "") -> tuple[str, float]
     if not math.isfinite(value):
         raise ConfigError(f"gate {metric!r}: threshold {expr!r} is not a finite number")
     return op, value
+
+
+def meets(value: float, op: str, bound: float) -> bool:
+    """Whether ``value`` satisfies ``op bound``."""
+    if op == ">=":
+        return value >= bound
+    if op == ">":
+        return value > bound
+    if op == "<=":
+        return value <= bound
+    if op == "<":
+        return value < bound
+    return math.isclose(value, bound, rel_tol=1e-9, abs_tol=1e-12)  # "==": means are floats
 
 
 def _number(text: str, what: str) -> float:

@@ -1,5 +1,6 @@
-"""The report's parts as types: usage, metric kinds and summaries, signatures, failures and one
-sample's result, with the judgments' shapes of :mod:`rag_judge.report.judgments` re-exported.
+"""The report's parts as types: usage, metric kinds and summaries, signatures and failures, with
+the judgments' shapes of :mod:`rag_judge.report.judgments` re-exported (one sample's result is
+:mod:`rag_judge.report.result`).
 Meaning lives here, not in strings; the renderers turn these into text at the edge.
 :mod:`rag_judge.report.model` assembles them into the Report."""
 
@@ -14,12 +15,10 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    field_validator,
     model_serializer,
     model_validator,
 )
 
-from rag_judge.data.sample import Sample
 from rag_judge.report.judgments import (
     CLAIM_VERDICTS,
     GROUNDING,
@@ -32,7 +31,6 @@ from rag_judge.report.judgments import (
     JuryJudgment,
     PerContextJudgment,
     RubricJudgment,
-    grounding_by_key,
 )
 
 __all__ = [
@@ -55,7 +53,6 @@ __all__ = [
     "PerContextJudgment",
     "Restatement",
     "RubricJudgment",
-    "SampleResult",
     "Signature",
     "Usage",
 ]
@@ -326,34 +323,3 @@ class MetricSummary(BaseModel):
     @property
     def lower_is_better(self) -> bool:
         return self.direction is Direction.LOWER
-
-
-class SampleResult(BaseModel):
-    """One sample's scores, failures and judgments, and the sample as it was evaluated (with a
-    target, the target's answer and contexts, not the dataset's)."""
-
-    id: str
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    errors: dict[str, Failure] = Field(default_factory=dict)
-    judgments: dict[str, Judgment] = Field(default_factory=dict)
-    sample: Sample | None = None
-
-    @field_validator("errors", mode="before")
-    @classmethod
-    def _legacy_errors(cls, value: Any) -> Any:
-        # report.json written before failures were typed holds plain strings.
-        if isinstance(value, dict):
-            return {m: _legacy_failure(e) if isinstance(e, str) else e for m, e in value.items()}
-        return value
-
-    @field_validator("judgments", mode="before")
-    @classmethod
-    def _grounding(cls, value: Any) -> Any:
-        # Each stored judgment is read as its shape by its keys; grounding's, by its key too.
-        return grounding_by_key(value)
-
-
-def _legacy_failure(text: str) -> Failure:
-    if text.startswith("unscored: "):
-        return Failure(kind=FailureKind.UNSCORED, message=text.removeprefix("unscored: "))
-    return Failure(message=text)

@@ -158,6 +158,7 @@ def big_report(
                 references=refs[i % len(refs)],
                 relevance=tables[k],
                 metadata={},
+                turns=None,
             )
             results.append(
                 _construct(
@@ -167,6 +168,8 @@ def big_report(
                     errors=errors,
                     judgments=judgments,
                     sample=sample,
+                    units=[],
+                    degraded=[],
                 )
             )
     return Report.model_construct(

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from rag_judge.data.sample import Sample
 from rag_judge.judge.asking import Outcome, ask_all
+from rag_judge.judge.conversation import HISTORY, turn_records
 from rag_judge.judge.grounding.claims import (
     CITATIONS_RUBRIC,
     CITATIONS_SCHEMA,
@@ -156,8 +157,10 @@ class GroundingAsk:
         return self.session.judge.request(self.renderer.render(rubric, variables), schema)
 
     def claims_request(self, sample: Sample) -> CompletionRequest:
-        variables = {"question": neutralise(sample.question or ""),
-                     "answer": neutralise(sample.answer or "")}  # fmt: skip
+        variables: dict[str, Any] = {"question": neutralise(sample.question or ""),
+                                     "answer": neutralise(sample.answer or "")}  # fmt: skip
+        if sample.history:  # a turn's claims may lean on the turns before it ("it", "that plan")
+            variables[HISTORY] = turn_records(sample.history)
         return self._request(CLAIMS_RUBRIC, variables, CLAIMS_SCHEMA)
 
     def verdicts_request(self, sample: Sample, claims: Sequence[str]) -> CompletionRequest:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
+from rag_judge.llm.providers.stub_arguments import arguments_stub, asks_arguments
 from rag_judge.llm.ratelimit import Sleeper, estimate_tokens
 from rag_judge.llm.sections import parse_sections
 from rag_judge.text import DEFAULT_CITATION_PATTERN, claim_sentences, is_abstention
@@ -138,6 +139,8 @@ def fixed(score: int = 3, reason: str = "fixed stub verdict") -> Responder:
             return always_tie(request)
         if _grounding_key(request):
             return grounding_stub(request)
+        if asks_arguments(request):
+            return arguments_stub(request)
         return _verdict(request, score, reason)
 
     return _named(respond, f"stub-fixed-{score}")
@@ -209,7 +212,10 @@ def lexical_support() -> Responder:
     * CONTEXT with a QUESTION and no ANSWER: the share of the question's content words the
       context contains (context relevance, one context at a time);
     * ANSWER alone: the share of distinct content words, a crude fluency/coherence proxy that
-      punishes repetition.
+      punishes repetition;
+    * a conversation (``TURN n ASSISTANT`` sections, no ANSWER): the share of the brief's
+      content words (GOAL, ROLE, TOPIC sections), else of the user turns', that the assistant's
+      replies use (the conversation rubrics).
 
     A pairwise request is answered by ``pairwise_lexical``, a claim or claim-verdict request
     (grounding) by ``grounding_stub``. Deterministic and free, it checks
@@ -222,6 +228,8 @@ def lexical_support() -> Responder:
             return pairwise(request)
         if _grounding_key(request):
             return grounding_stub(request)
+        if asks_arguments(request):
+            return arguments_stub(request)
         sections = parse_sections(_prompt(request))
         answer, question = sections.get("ANSWER"), sections.get("QUESTION")
         contexts = [b for n, b in sections.items() if n.startswith("CONTEXT")]
@@ -239,12 +247,23 @@ def lexical_support() -> Responder:
             words = _content_words(answer)
             share = len(set(words)) / len(words) if words else 0.0
             what = "of the answer's content words are distinct"
+        elif replies := [b for n, b in sections.items() if _REPLY.fullmatch(n)]:
+            brief = [b for n, b in sections.items() if _BRIEF.fullmatch(n)]
+            asked = brief or [b for n, b in sections.items() if _USER.fullmatch(n)]
+            share = support(" ".join(asked), replies)
+            what = "of the brief's or the user's content words are taken up by the replies"
         else:
             return _verdict(request, 1, "no ANSWER, CONTEXT or QUESTION section in the prompt")
         score = 1 + math.floor(4 * share + 0.5)
         return _verdict(request, score, f"{share:.0%} {what}")
 
     return _named(respond, "stub-lexical-support")
+
+
+# The sections of a conversation (rag_judge.judge.conversation) and of its brief.
+_REPLY = re.compile(r"TURN \d+ ASSISTANT")
+_USER = re.compile(r"TURN \d+ USER")
+_BRIEF = re.compile(r"GOAL|ROLE|TOPIC \d+")
 
 
 def pairwise_lexical() -> Responder:

@@ -1,5 +1,6 @@
 """report.html: one self-contained page (``page.py``) and its parts: which samples it holds
-(``_inline.py``), a sample's row and details (``_sample_view.py``), the review mode and its
+(``_inline.py``), a sample's row and details (``_sample_view.py``), a conversation's turns and
+steps (``_conversation_view.py``), the review mode and its
 script (``_review.py``, ``_review_js.py``), the charts' geometry (``charts.py``), the Jinja
 templates, environment and assets (``_templates.py``, ``_jinja.py``, ``_assets.py``)."""
 

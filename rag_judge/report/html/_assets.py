@@ -7,7 +7,7 @@ waits for that). Its SHA-256 goes into the page's Content-Security-Policy, so ed
 
 from __future__ import annotations
 
-__all__ = ["CSS", "JS"]
+__all__ = ["CONVERSATION_CSS", "CSS", "JS"]
 
 CSS = """
 :root{--fg:#1f2933;--mute:#616e7c;--line:#d9e2ec;--bg:#f8fafc;--acc:#2f6fae;--bad:#b44d12}
@@ -79,6 +79,23 @@ mark.contradicted,.key.contradicted{background:#ffc9c9;border-bottom:2px solid #
 .verdict.contradicted{color:#b42318}.verdict.other,.verdict.unchecked{color:var(--mute)}
 .unlocated{font-style:italic}
 [hidden]{display:none!important}
+"""
+
+# Only a page with conversations (or units) carries these rules: any other page is unchanged.
+CONVERSATION_CSS = """
+.summary tr.level th{background:var(--bg);font-weight:600;padding-top:10px}
+.summary tr.level .note{font-weight:400;margin-left:8px}
+.badge.degraded{background:#fde2d3;color:var(--bad);border:1px solid #f0a57a}
+.turns,.steps{padding-left:0;list-style:none;margin:4px 0}
+.turn{border-left:3px solid var(--line);padding:4px 0 6px 10px;margin:8px 0}
+.turn.degraded{border-left-color:var(--bad);background:#fffaf6}
+.step{border:1px solid var(--line);border-radius:4px;padding:4px 8px;margin:4px 0}
+.step.hop{border:2px solid var(--bad);background:#fff1e8}
+.thead,.shead{margin-bottom:2px}.why{margin:2px 0;font-size:13px;color:var(--bad)}
+.uscores{margin-left:6px}.us{display:inline-block;font-size:11px;margin:0 6px 0 0;
+  padding:0 5px;border:1px solid var(--line);border-radius:3px;color:var(--mute)}
+.us b{color:var(--fg);font-weight:600}.us.miss{border-color:var(--bad)}.us.miss b{color:var(--bad)}
+.us.bad b{color:var(--bad)}.text.q,.text.a,.text.ref{margin:3px 0}.tj{font-size:12px;margin:2px 0}
 """
 
 JS = """(function () {

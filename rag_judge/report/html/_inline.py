@@ -21,7 +21,9 @@ import numpy as np
 import numpy.typing as npt
 from markupsafe import Markup
 
+from rag_judge.data.conversation import RetrievalStep, Turn
 from rag_judge.report.format import short
+from rag_judge.report.html._conversation_view import conversation_view
 from rag_judge.report.html._jinja import sample_macros
 from rag_judge.report.html._sample_view import is_twin, not_retrieved, table_row
 from rag_judge.report.html.charts import Scale
@@ -34,6 +36,7 @@ from rag_judge.report.model import (
     Report,
     SampleResult,
 )
+from rag_judge.report.result import UNIT_PREFIXES
 
 __all__ = ["INLINE_ROWS", "SAMPLE_BUDGET", "SEED", "Columns", "Inline", "inline_samples"]
 
@@ -61,6 +64,7 @@ class Columns:
     for the histograms and the selection of samples."""
 
     def __init__(self, report: Report) -> None:
+        self._report = report
         self._index = report.index()
         self._cache: dict[str, npt.NDArray[np.float64]] = {}
 
@@ -70,6 +74,9 @@ class Columns:
         return self._cache[metric]
 
     def values(self, metric: str) -> npt.NDArray[np.float64]:
+        if metric.startswith(UNIT_PREFIXES):  # scored per unit: every turn's or step's value
+            units = self._report.column(metric).values()
+            return np.array([v for v in units if v is not None and not np.isnan(v)], dtype=float)
         col = self.column(metric)
         return col[~np.isnan(col)]
 
@@ -115,12 +122,13 @@ def inline_samples(
     selection of :func:`_pick`, texts cut, within the same budget (in the report's order)."""
     macros = sample_macros()
     directions = {m: report.summary[m].direction for m in metrics}
+    hidden = {m for m in report.summary if is_twin(m, report)}
     rows: list[str] = []
     dets: list[str] = []
     size = 0
     for r in report.samples:
         row = str(macros.row(table_row(r, metrics, scales, directions)))
-        det = str(macros.details(r))
+        det = str(macros.details(r, None, conversation_view(r, hidden)))
         size += _size(row) + _size(det) + 2
         if size > SAMPLE_BUDGET:
             break
@@ -136,7 +144,8 @@ def inline_samples(
             break
         r = report.samples[i]
         row = str(macros.row(table_row(r, metrics, scales, directions)))
-        det = str(macros.details(*_cut_sample(r, why)))
+        cut_r, cut = _cut_sample(r, why)
+        det = str(macros.details(cut_r, cut, conversation_view(cut_r, hidden)))
         n = _size(row) + _size(det) + 2
         if n > _MAX_SAMPLE:
             continue
@@ -266,6 +275,7 @@ def _cut_sample(r: SampleResult, why: str) -> tuple[SampleResult, _Cut]:
                     _shorten(ref, _CUT["reference"]) for ref in s.references[:_MAX_LISTED]
                 ),
                 "contexts": contexts,
+                "turns": None if s.turns is None else tuple(_cut_turn(t) for t in s.turns),
             }
         )
     errors = {
@@ -275,6 +285,32 @@ def _cut_sample(r: SampleResult, why: str) -> tuple[SampleResult, _Cut]:
     judgments = {m: _cut_judgment(j) for m, j in r.judgments.items()}
     update = {"sample": s, "errors": errors, "judgments": judgments}
     return r.model_copy(update=update), cut
+
+
+def _cut_turn(turn: Turn) -> Turn:
+    """A turn's texts cut as a sample's are, each retrieval's contexts listed up to
+    ``_MAX_LISTED`` (a tool call's arguments and result are cut where the page draws them)."""
+    steps = tuple(
+        s.model_copy(
+            update={
+                "contexts": tuple(
+                    c.model_copy(update={"text": _shorten(c.text, _CUT["context"])})
+                    for c in s.contexts[:_MAX_LISTED]
+                )
+            }
+        )
+        if isinstance(s, RetrievalStep)
+        else s
+        for s in turn.steps
+    )
+    return turn.model_copy(
+        update={
+            "question": _shorten(turn.question, _CUT["question"]),
+            "answer": _shorten(turn.answer, _CUT["answer"]),
+            "references": tuple(_shorten(r, _CUT["reference"]) for r in turn.references),
+            "steps": steps,
+        }
+    )
 
 
 _J = TypeVar("_J", bound=BaseJudgment)

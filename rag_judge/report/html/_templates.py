@@ -70,15 +70,75 @@ class="tag unj">not located in the answer</span>{% endif %}{% if c.detail %}<br>
 class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 {% endif %}
 {%- endmacro %}
-{% macro details(r, cut=none) %}
+{% macro unit_scores(scores) %}
+{% if scores %}<span class=uscores>{% for u in scores %}<span class="us {{ u.css }}"\
+{% if u.miss %} title="below its threshold: {{ u.miss }}"{% elif u.failure %} \
+title="{{ u.failure.text() }}"{% endif %}>{{ u.metric }} <b>{% if u.value is none %}\
+{{ u.state or missing }}{% else %}{{ u.value|short }}{% endif %}</b></span>{% endfor %}</span>\
+{% endif %}
+{%- endmacro %}
+{% macro conversation(v) %}
+<div class=conv>{% if v.single %}<h4>per turn and per step</h4>{% else %}<h4>conversation: \
+{{ v.turns|length|plural("turn") }}</h4>{% if v.goal %}<p class=text><b>goal:</b> {{ v.goal }}\
+</p>{% endif %}{% endif %}
+<ol class=turns start=0>
+{%- for t in v.turns %}<li class="turn{{ ' degraded' if t.degraded }}" data-turn={{ t.index }}>\
+<div class=thead><b>turn {{ t.index }}</b>{% if t.degraded %} <span class="badge degraded">\
+degraded</span>{% endif %} {{ unit_scores(t.scores) }}</div>
+{% if t.degraded %}<p class=why><b>fell short:</b> {{ t.misses|join("; ") }}. \
+{% if t.hop %}<b>first step below its threshold:</b> {{ t.hop }}.{% else %}No step fell below a \
+threshold: the turn failed on its own.{% endif %}</p>
+{% endif %}
+{% if not v.single %}
+{% if t.question is not none %}<p class="text q"><b>Q:</b> {{ t.question }}</p>{% endif %}
+{% if t.expected %}<p class=note>expected tool calls: {{ t.expected|join(", ") }}</p>{% endif %}
+{% endif %}
+{% if t.steps %}<ol class=steps start=0>
+{%- for st in t.steps %}<li class="step {{ st.kind }}{{ ' hop' if st.hop }}" \
+data-step={{ st.index }}><div class=shead><b>step {{ st.index }}</b> \
+{% if st.kind == "tool" %}tool call <code class=tool>{{ st.tool }}</code>{% else %}retrieval\
+{% if st.query is not none %} <span class=muted>query:</span> {{ st.query }}{% endif %}{% endif %}\
+{% if st.hop %} <span class="badge degraded">first below</span>{% endif %} \
+{{ unit_scores(st.scores) }}</div>
+{% if st.misses %}<p class=why>{{ st.misses|join("; ") }}</p>{% endif %}
+{% if st.kind == "tool" %}<pre class=args>{{ st.arguments }}</pre>{% if st.result is not none %}\
+<pre class=result>→ {{ st.result }}</pre>{% endif %}
+{% elif st.contexts and not v.single %}<ol class=ctx>
+{%- for c, grade in st.contexts %}<li><b>{{ c.id or missing }}</b> \
+{% if grade is none %}<span class="tag unj">{{ unjudged }}</span>{% else %}<span class=tag>grade \
+{{ grade|short }}</span>{% endif %} {{ c.text }}</li>{% endfor %}</ol>
+{% endif %}
+</li>{% endfor %}</ol>
+{% endif %}
+{% if not v.single %}
+{% if t.not_retrieved %}<p class=missed><b>relevant but not retrieved:</b> \
+{% for doc, grade in t.not_retrieved %}{{ doc }} (grade {{ grade|short }})\
+{{ ", " if not loop.last }}{% endfor %}</p>
+{% endif %}
+{% if t.answer is not none %}<p class="text a"><b>A:</b> {{ t.answer }}</p>{% endif %}
+{% for ref in t.references %}<p class="text ref"><b>reference:</b> {{ ref }}</p>
+{% endfor %}
+{% endif %}
+{% if t.judgments %}<ul class=tj>
+{%- for m, j in t.judgments %}<li><b>{{ m }}</b> {{ j.score|short if j.score is not none \
+else missing }}{% if j.reason %} <span class=muted>{{ j.reason }}</span>{% endif %}</li>\
+{% endfor %}</ul>
+{% endif %}
+</li>{% endfor %}</ol></div>
+{%- endmacro %}
+{% macro details(r, cut=none, view=none) %}
 {% set s = r.sample %}
 {% set failed, na = failures(r) %}
 {% set g = grounding_view(r) %}
 <details id="s-{{ r.id }}" data-id="{{ r.id }}" data-err={{ 1 if failed else 0 }}><summary>\
 {{ r.id }}{% if failed %} <span class=bad>{{ failed|length|plural("error") }}</span>{% endif %}
 {%- if g and g.abstained %} {{ abstained() }}{% endif %}
+{%- if view and view.degraded %} <span class="badge degraded">degraded: turn \
+{{ view.degraded|join(", ") }}</span>{% endif %}
 {%- if cut %} <span class=tag>{{ cut.why }}</span>{% endif %}
-{%- if s and s.question %} <span class=muted>{{ s.question|clip(100) }}</span>{% endif %}\
+{%- if s and s.question %} <span class=muted>{{ s.question|clip(100) }}</span>
+{%- elif view and not view.single and view.turns and view.turns[0].question %} <span \
+class=muted>{{ view.turns[0].question|clip(100) }}</span>{% endif %}\
 </summary><div class=body>
 {% if s %}
 {% if s.question is not none %}<h4>question</h4><p class=text>{{ s.question }}</p>{% endif %}
@@ -104,6 +164,7 @@ class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 {% endfor %}{% if cut and cut.more_missed %} and {{ cut.more_missed|amount }} more{% endif %}</p>
 {% endif %}
 {% endif %}
+{% if view %}{{ conversation(view) }}{% endif %}
 {% if g and not (s and s.answer is not none) %}<h4>claims{% if g.abstained %} {{ abstained() }}\
 {% endif %}</h4>
 {{ grounded(g) }}
@@ -141,6 +202,13 @@ class=muted>{{ c.detail }}</span>{% endif %}</li>{% endfor %}</ol>
 PAGE = """\
 {% import "svg" as svg %}
 {% macro tally(n) %}<td class='num{{ " bad" if n }}'>{{ n }}</td>{% endmacro %}
+{% macro summary_row(row) %}
+<tr><th scope=row>{{ row.metric }}</th><td class=num>{{ row.s.mean|num }}</td>\
+<td class=num>{{ row.s.ci_low|interval(row.s.ci_high) }}</td>\
+<td>{% if row.bar %}{{ svg.cibar(row.bar) }}{% endif %}</td><td class=num>{{ row.s.n }}</td>\
+{{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}\
+<td class=num>{{ row.s.not_applicable }}</td><td class=agg>{{ row.s.aggregate }}</td></tr>
+{%- endmacro %}
 <!DOCTYPE html>
 <html lang=en><head><meta charset=utf-8><meta http-equiv="Content-Security-Policy" \
 content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scale=1">\
@@ -148,6 +216,7 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 <body><header><h1>{{ name }}</h1><p class=meta>{{ report.samples|length }} samples\
 {% if inline %} ({{ inline.shown|amount }} in the sample table){% endif %} · rag-judge \
 {{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
+{% if degraded %}<a href=#{{ degraded.anchor }}>Degraded</a>{% endif %}\
 <a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a>\
 {% for t in judge_tables %}<a href=#{{ t.anchor }}>{{ t.title }}</a>{% endfor %}\
 {% if review %}<a href=#review>Review</a>{% endif %}<a href=#samples>Samples</a>\
@@ -161,18 +230,25 @@ offline runs and CI, not an LLM's judgment.{% endfor %}</p>{% endif %}\
 <th class=num>mean</th><th class=num>{{ ci_label }}</th><th></th><th class=num>n</th>\
 <th class=num>errors</th><th class=num>unscored</th><th class=num title="samples the metric \
 does not apply to">n/a</th><th>aggregate</th></tr></thead><tbody>
+{% for level in levels %}
+<tr class=level><th colspan=9 scope=rowgroup>{{ level.title }} <span class=note>{{ level.note }}\
+</span></th></tr>
+{% for row in level.rows %}
+{{ summary_row(row) }}
+{% endfor %}
+{% else %}
 {% for row in summary %}
-<tr><th scope=row>{{ row.metric }}</th><td class=num>{{ row.s.mean|num }}</td>\
-<td class=num>{{ row.s.ci_low|interval(row.s.ci_high) }}</td>\
-<td>{% if row.bar %}{{ svg.cibar(row.bar) }}{% endif %}</td><td class=num>{{ row.s.n }}</td>\
-{{ tally(row.s.errors) }}{{ tally(row.s.unscored) }}\
-<td class=num>{{ row.s.not_applicable }}</td><td class=agg>{{ row.s.aggregate }}</td></tr>
+{{ summary_row(row) }}
+{% endfor %}
 {% endfor %}
 </tbody></table>
 {% if twins %}<p class=note>Normalised twins hidden (each restates its rubric on [0, 1]; \
 report.json and report.md keep them): {{ twins|join(", ") }}</p>
 {% endif %}
 </section>
+{% if degraded %}<section id={{ degraded.anchor }}><h2>{{ degraded.title }}</h2>\
+{{ degraded|table }}</section>
+{% endif %}
 <section id=dist><h2>Distributions</h2><div class=grid>
 {% for d in distributions %}
 <figure class=card><figcaption><b>{{ d.metric }}</b> <span>mean {{ d.s.mean|short }}</span>\

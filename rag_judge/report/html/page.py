@@ -16,6 +16,10 @@ not retrieved, a grounding judgment's claims marked in the answer by verdict (an
 badged), the metrics that do not apply to a sample kept apart from its failures, the sample
 table's columns grouped by kind (``_sample_view.py``), and the library versions.
 
+A report scored per turn or per step groups its summary by level and says where conversations
+degraded (``report/levels.py``); a sample with turns shows them, their steps and tool calls,
+the values each scored and the step where a failing turn degraded (``_conversation_view.py``).
+
 The page stays small whatever the number of samples: ``_inline.py`` picks the samples it holds
 (every one while they fit in :data:`SAMPLE_BUDGET` bytes, else at most :data:`INLINE_ROWS`, the
 most telling first, texts cut) and says which; summary, histograms and charts are computed over
@@ -43,8 +47,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from rag_judge.data.sample import Sample
 from rag_judge.report.format import ci_label
-from rag_judge.report.html._assets import CSS
+from rag_judge.report.html._assets import CONVERSATION_CSS, CSS
 from rag_judge.report.html._assets import JS as TABLE_JS
 from rag_judge.report.html._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
 from rag_judge.report.html._jinja import env, svg_macros
@@ -62,7 +67,9 @@ from rag_judge.report.html.charts import (
     k_chart,
 )
 from rag_judge.report.judge_tables import judge_tables
+from rag_judge.report.levels import LEVEL_TITLES, degradation_table, level_groups, level_note
 from rag_judge.report.model import MetricKind, MetricSummary, Report
+from rag_judge.report.result import level_of
 
 __all__ = [
     "INLINE_ROWS",
@@ -147,7 +154,12 @@ def render_html(report: Report) -> str:
     scales = {m: scale_of(m, report) for m in report.summary}
     dataset = report.config.get("dataset")
     embedded = any(r.sample is not None for r in report.samples)  # stops at the first
-    groups = column_groups(report, shown)
+    # Metrics scored per turn or step have no value per sample: the conversation view shows them.
+    groups = column_groups(report, [m for m in shown if level_of(m) == "conversation"])
+    conversations = any(r.units or _is_conversation(r.sample) for r in report.samples)
+    summary = [
+        _SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items() if m in shown
+    ]
     metrics = [m for _, ms in groups for m in ms]
     columns = Columns(report)
     inline = inline_samples(report, metrics, scales, columns)
@@ -158,12 +170,12 @@ def render_html(report: Report) -> str:
         report=report,
         name=str(report.config.get("name") or "rag-judge report"),
         csp=Markup(_CSP.format(script_hash)),  # constant and base64: no quote to escape
-        css=Markup(CSS + REVIEW_CSS),
+        css=Markup(CSS + REVIEW_CSS + (CONVERSATION_CSS if conversations else "")),
         js=Markup(JS),
         ci_label=ci_label(report.confidence),
-        summary=[
-            _SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items() if m in shown
-        ],
+        summary=summary,
+        levels=_levels(report, summary),
+        degraded=degradation_table(report),
         twins=[m for m in report.summary if m not in shown],
         stub_rubrics=report.stub_judged(),
         distributions=[
@@ -204,6 +216,27 @@ class _SummaryRow:
     metric: str
     s: MetricSummary
     bar: CiBar | None
+
+
+@dataclass(frozen=True)
+class _Level:
+    title: str
+    note: str
+    rows: list[_SummaryRow]
+
+
+def _levels(report: Report, summary: list[_SummaryRow]) -> list[_Level]:
+    """The summary's rows by level (per conversation, turn, step), with what each level's n and
+    interval count; empty when no metric is scored per turn or per step."""
+    rows = {row.metric: row for row in summary}
+    return [
+        _Level(LEVEL_TITLES[level], level_note(level, report.confidence), [rows[m] for m in ms])
+        for level, ms in level_groups(report, list(rows))
+    ]
+
+
+def _is_conversation(sample: Sample | None) -> bool:
+    return sample is not None and sample.is_conversation()
 
 
 @dataclass(frozen=True)
