@@ -4,7 +4,9 @@ what a conversational target is (``conversation:`` in a config).
 It is called once per turn with the conversation so far, a list of ``{"role", "content"}``
 messages ending with the user's, and returns the turn: one retrieval step (keyword overlap
 with the user's message, topped up with the previous user message's words when the message is
-short, as a follow-up is) and, as the answer, the top chunk's closest sentence. Use it as
+short, as a follow-up is) and, as the answer, the top chunk's closest sentence. A message that
+names an organization (``org_4821``) first gets an ``account_lookup`` tool call for the first
+one it names, and the answer opens with the account's plan. Use it as
 
     target: ../examples/support_agent.py:chat
     conversation: {mode: replay}          # or {mode: simulate} with goals
@@ -55,17 +57,37 @@ def retrieve(query: str, k: int = TOP_K) -> list[dict[str, Any]]:
     return [{"id": d, "text": corpus()[d], "score": s} for _, _, d, s in scored[:k]]
 
 
+# The accounts the lookup tool knows.
+ACCOUNTS = {
+    "org_1100": {"plan": "Starter", "seats": 4},
+    "org_2200": {"plan": "Team", "seats": 18},
+    "org_4821": {"plan": "Team", "seats": 25, "changed": "upgraded from Starter on 12 March"},
+}
+
+
+def account_lookup(org: str) -> dict[str, Any]:
+    """The tool: an organization's account, or an error record."""
+    return {"org": org, **ACCOUNTS.get(org, {"error": "no such organization"})}
+
+
 def chat(messages: list[dict[str, str]]) -> dict[str, Any]:
     """The conversational target: the next assistant turn for the conversation so far."""
     asked = [m["content"] for m in messages if m["role"] == "user"]
     query = asked[-1]
     if len(_words(query)) < 4 and len(asked) > 1:  # a short follow-up leans on the last question
         query = f"{asked[-2]} {query}"
+    steps: list[dict[str, Any]] = []
+    opening = ""
+    orgs = re.findall(r"\borg_\d+\b", asked[-1])
+    if orgs:  # the first organization named, as a hurried agent reads it
+        account = account_lookup(orgs[0])
+        steps.append({"tool": "account_lookup", "arguments": {"org": orgs[0]}, "result": account})
+        opening = f"{orgs[0]} is on the {account.get('plan', 'unknown')} plan. "
     contexts = retrieve(query)
-    step = {"query": query, "contexts": contexts}
+    steps.append({"query": query, "contexts": contexts})
     if not contexts:
-        return {"answer": "I could not find anything about that.", "steps": [step]}
+        return {"answer": opening + "I could not find anything about that.", "steps": steps}
     words = _words(query)
     sentences = re.split(r"(?<=[.!?])\s+", contexts[0]["text"])
     best = max(sentences, key=lambda s: len(words & _words(s)))  # first of the best on ties
-    return {"answer": best, "steps": [step]}
+    return {"answer": opening + best, "steps": steps}
