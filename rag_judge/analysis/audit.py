@@ -48,6 +48,7 @@ from rag_judge.report.estimates import (
     RubricAudit,
 )
 from rag_judge.report.model import Report, ReportWarning, Signature, WarningKind
+from rag_judge.report.result import UNIT_PREFIXES
 
 __all__ = [
     "audit_pairwise",
@@ -212,17 +213,19 @@ def audit_report(
     index = report.index()
     out = {}
     for metric in rubrics:
-        scored = index.present(metric) & ~np.isnan(index.column(metric))
-        scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
-        answered = ~np.isnan(lengths[scored])
-        x, y = lengths[scored][answered], scores[answered]
+        if metric.startswith(UNIT_PREFIXES):  # scored per turn: each turn's own answer
+            scores, length, family = _per_unit(report, metric, generators)
+        else:
+            scored = index.present(metric) & ~np.isnan(index.column(metric))
+            scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
+            length = lengths[scored]
+            family = [g for g, s in zip(generators, scored, strict=True) if s]
+        answered = ~np.isnan(length)
+        x, y = length[answered], scores[answered]
         mode, share = modal_score(scores)
         summary = report.summary[metric]
         judged = summary.n + summary.errors
-        prefers, note = _self_preference(
-            judge_families(report.signatures.get(metric)),
-            (g for g, s in zip(generators, scored) if s),
-        )
+        prefers, note = _self_preference(judge_families(report.signatures.get(metric)), family)
         out[metric] = RubricAudit(
             metric=metric,
             n=len(scores),
@@ -295,6 +298,26 @@ def _per_sample(report: Report) -> tuple[NDArray[np.float64], list[str | None]]:
         named = meta.get("generator") or meta.get("model")
         families.append(model_family(named) if isinstance(named, str) and named else default)
     return np.array(lengths, dtype=np.float64), families
+
+
+def _per_unit(
+    report: Report, metric: str, generators: list[str | None]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str | None]]:
+    """A per-turn rubric's scored verdicts, each with its turn's answer length in words (NaN:
+    no answer) and its conversation's generator family (``generators``, per sample)."""
+    scores, length, family = [], [], []
+    for r, generator in zip(report.samples, generators, strict=True):
+        units = [u for u in r.units if u.scores.get(metric) is not None]
+        turns = r.sample.conversation_turns() if units and r.sample is not None else ()
+        for unit in units:
+            value = unit.scores[metric]
+            if value is None or math.isnan(value):
+                continue
+            answer = turns[unit.turn].answer if unit.turn < len(turns) else None
+            scores.append(value)
+            length.append(math.nan if answer is None else float(len(answer.split())))
+            family.append(generator)
+    return np.array(scores, dtype=np.float64), np.array(length, dtype=np.float64), family
 
 
 def _self_preference(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rag_judge import Pipeline
+from rag_judge.analysis.audit import length_slope
 from rag_judge.analysis.compare import CompareOptions, compare_reports
 from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.analysis.paired import cluster_sums, paired
@@ -146,3 +147,19 @@ def test_the_command_line_takes_a_level(
     assert comparison["metrics"]["turn.mrr"]["n"] == 7
     assert main(["gate", str(a), "--baseline", str(b), "--level", "step"]) == 1
     assert "step.mrr" in capsys.readouterr().out
+
+
+def test_the_audit_reads_a_per_turn_rubric_with_each_turns_answer() -> None:
+    evaluators = [
+        {"type": "judge", "rubrics": ["answer_relevance"], "per": "turn", "cache": None},
+    ]
+    config = ExperimentConfig.model_validate({"name": "audit", "evaluators": evaluators})
+    report = Pipeline(config).run(BASE).report
+    audit = report.audit["turn.answer_relevance"]
+    assert audit.n == report.summary["turn.answer_relevance"].n == 7
+    # Each verdict is set beside its own turn's answer: lengths 3, 1, 1, 3, 1, 1, 1 words.
+    lengths = [len(t.answer.split()) for s in BASE for t in s.conversation_turns() if t.answer]
+    assert lengths == [3, 1, 1, 3, 1, 1, 1]
+    scores = [u.scores["turn.answer_relevance"] for _, u in report.units("turn.answer_relevance")]
+    expected = length_slope(np.array(lengths, dtype=float), np.array(scores, dtype=float))
+    assert expected is not None and audit.length_slope == pytest.approx(expected)
