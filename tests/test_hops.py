@@ -15,6 +15,9 @@ from rag_judge.config import ExperimentConfig, load_config
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.pipeline.hops import degraded, unit_thresholds
+from rag_judge.report.html import render_html
+from rag_judge.report.levels import unit_tables
+from rag_judge.report.markdown import render_markdown
 from rag_judge.report.model import Degradation, Miss, Report, UnitResult
 
 
@@ -157,3 +160,27 @@ def test_a_threshold_must_name_a_per_unit_metric(tmp_path: Path) -> None:
     # The names are checked against the metrics when the evaluators are prepared: before work.
     with pytest.raises(ConfigError, match=r"thresholds.turn.ndcg@5: .*did you mean 'turn.ndcg@10'"):
         Pipeline(_config(thresholds={"turn.ndcg@5": 0.5})).prepare()
+
+
+def test_a_table_per_level_lists_every_unit() -> None:
+    report = _report([C1, C2])
+    turns, steps = unit_tables(report, limit=100)
+    assert [c.name for c in turns.columns] == ["conversation", "turn", "turn.ndcg@10", "turn.mrr"]
+    assert turns.rows == [
+        ["c1", "0", "0.6309", "0.5000"],
+        ["c1", "1", "0.6309", "0.5000"],
+        ["c2", "0", "0.0000", "0.0000"],
+    ]
+    assert [c.name for c in steps.columns] == ["conversation", "turn", "step", "step.ndcg@10"]
+    assert steps.rows == [
+        ["c1", "0", "0", "0.6309"],
+        ["c1", "0", "1", "1.0000"],
+        ["c1", "1", "1", "0.6309"],  # step 0 of turn 1 is the tool call
+        ["c2", "0", "0", "0.0000"],
+    ]
+    (cut, _) = unit_tables(report, limit=2)
+    assert len(cut.rows) == 2 and "The first 2 of 3 rows" in cut.notes[-1]
+    markdown = render_markdown(report)
+    assert "## Turns" in markdown and "| c1 | 1 | 1 | 0.6309 |" in markdown
+    page = render_html(report)
+    assert "id=turn-values" in page and "id=step-values" in page

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_judge.report.format import MISSING, Column, Table, ci_label, interval, num, short
-from rag_judge.report.model import Degradation, Miss, Report
+from rag_judge.report.model import Degradation, Miss, Report, UnitResult
 from rag_judge.report.result import LEVELS, Level, level_of
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "level_note",
     "miss_text",
     "summary_rows",
+    "unit_tables",
 ]
 
 LEVEL_TITLES: dict[Level, str] = {
@@ -113,6 +114,47 @@ def degradation_table(report: Report) -> Table | None:
         "its own.",
     ]
     return Table("Where conversations degraded", columns, rows, notes, anchor="degraded")
+
+
+def unit_tables(report: Report, limit: int) -> list[Table]:
+    """A table per level scored per unit: a row per turn (or step) of every conversation, in
+    report order, with the conversation, the turn (and step) and each of the level's metrics
+    (a rubric's normalised twin left out: it restates the rubric). At most ``limit`` rows each;
+    report.json holds every unit."""
+    out = []
+    for level, metrics in level_groups(report):
+        if level == "conversation":
+            continue
+        shown = [m for m in metrics if report.summary[m].normalises is None]
+        place = [Column("conversation", "text"), Column("turn")]
+        if level == "step":
+            place.append(Column("step"))
+        rows: list[list[str]] = []
+        total = 0
+        for conversation, unit in report.units():
+            if (unit.step is None) != (level == "turn"):
+                continue
+            total += 1
+            if len(rows) < limit:
+                where = [str(unit.turn)] + ([] if unit.step is None else [str(unit.step)])
+                rows.append([conversation, *where, *(_unit_cell(unit, m) for m in shown)])
+        what = "turn" if level == "turn" else "retrieval step"
+        notes = [f"A row per {what}; turns and steps count from 0."]
+        if total > len(rows):
+            notes.append(f"The first {len(rows)} of {total} rows; report.json holds every one.")
+        title = "Turns" if level == "turn" else "Steps"
+        columns = [*place, *(Column(m) for m in shown)]
+        out.append(Table(title, columns, rows, notes, anchor=f"{level}-values"))
+    return out
+
+
+def _unit_cell(unit: UnitResult, metric: str) -> str:
+    """A unit's value of ``metric``, or the kind of failure that left it without one."""
+    value = unit.scores.get(metric)
+    if value is not None:
+        return num(value)
+    failure = unit.errors.get(metric)
+    return failure.kind.value if failure is not None else MISSING
 
 
 def _step_cells(d: Degradation) -> list[str]:

@@ -24,12 +24,14 @@ from rag_judge.report.levels import (
     level_groups,
     level_note,
     summary_rows,
+    unit_tables,
 )
 from rag_judge.report.model import Report
 
 __all__ = ["level_sections", "render_markdown", "summary_table"]
 
 _MAX_ERRORS = 50
+_MAX_UNIT_ROWS = 200  # per level; report.json holds every unit
 
 
 def render_markdown(report: Report) -> str:
@@ -46,6 +48,8 @@ def render_markdown(report: Report) -> str:
     degraded = degradation_table(report)
     if degraded is not None:
         lines += [f"## {degraded.title}", "", markdown_table(degraded), ""]
+    for table in unit_tables(report, _MAX_UNIT_ROWS):
+        lines += [f"## {table.title}", "", markdown_table(table), ""]
     if report.warnings:
         lines += ["## Warnings", ""]
         lines += [f"- **{md_text(w.metric)}**: {md_text(w.message)}" for w in report.warnings]

@@ -217,6 +217,7 @@ content="{{ csp }}"><meta name=viewport content="width=device-width,initial-scal
 {% if inline %} ({{ inline.shown|amount }} in the sample table){% endif %} · rag-judge \
 {{ report.rag_judge_version }} · {{ report.created }}</p><nav><a href=#summary>Summary</a>\
 {% if degraded %}<a href=#{{ degraded.anchor }}>Degraded</a>{% endif %}\
+{% for t in unit_tables %}<a href=#{{ t.anchor }}>{{ t.title }}</a>{% endfor %}\
 <a href=#dist>Distributions</a><a href=#atk>Retrieval @k</a>\
 {% for t in judge_tables %}<a href=#{{ t.anchor }}>{{ t.title }}</a>{% endfor %}\
 {% if review %}<a href=#review>Review</a>{% endif %}<a href=#samples>Samples</a>\
@@ -249,6 +250,9 @@ report.json and report.md keep them): {{ twins|join(", ") }}</p>
 {% if degraded %}<section id={{ degraded.anchor }}><h2>{{ degraded.title }}</h2>\
 {{ degraded|table }}</section>
 {% endif %}
+{% for t in unit_tables %}<section id={{ t.anchor }}><h2>{{ t.title }}</h2>\
+<div class=scroll>{{ t|table }}</div></section>
+{% endfor %}
 <section id=dist><h2>Distributions</h2><div class=grid>
 {% for d in distributions %}
 <figure class=card><figcaption><b>{{ d.metric }}</b> <span>mean {{ d.s.mean|short }}</span>\

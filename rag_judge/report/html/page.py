@@ -67,7 +67,13 @@ from rag_judge.report.html.charts import (
     k_chart,
 )
 from rag_judge.report.judge_tables import judge_tables
-from rag_judge.report.levels import LEVEL_TITLES, degradation_table, level_groups, level_note
+from rag_judge.report.levels import (
+    LEVEL_TITLES,
+    degradation_table,
+    level_groups,
+    level_note,
+    unit_tables,
+)
 from rag_judge.report.model import MetricKind, MetricSummary, Report
 from rag_judge.report.result import level_of
 
@@ -100,6 +106,7 @@ _LIBRARIES = (
     "openai",
 )
 NOT_INSTALLED = "not installed"
+MAX_UNIT_ROWS = 2000  # per level: the page stays light; report.json holds every unit
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{}'"
 JS = TABLE_JS + "\n" + REVIEW_JS  # the page's one script: its hash is in the CSP
 
@@ -176,6 +183,7 @@ def render_html(report: Report) -> str:
         summary=summary,
         levels=_levels(report, summary),
         degraded=degradation_table(report),
+        unit_tables=unit_tables(report, MAX_UNIT_ROWS),
         twins=[m for m in report.summary if m not in shown],
         stub_rubrics=report.stub_judged(),
         distributions=[
