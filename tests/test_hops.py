@@ -184,3 +184,17 @@ def test_a_table_per_level_lists_every_unit() -> None:
     assert "## Turns" in markdown and "| c1 | 1 | 1 | 0.6309 |" in markdown
     page = render_html(report)
     assert "id=turn-values" in page and "id=step-values" in page
+
+
+def test_grounding_scores_turns_when_it_restates_no_judge_rubric() -> None:
+    grounding = {"type": "grounding", "per": "turn", "cache": None}
+    config = ExperimentConfig.model_validate({"name": "g", "evaluators": [grounding]})
+    report = Pipeline(config).run([C1, C2]).report
+    assert report.summary["turn.answer_rate"].n == 3  # three turns, each answered
+    assert all(u.scores.get("turn.claims") is not None for s in report.samples for u in s.units)
+    # Beside a judge scoring faithfulness per sample, it would restate that rubric's values
+    # per sample, which a turn's values cannot be aligned with.
+    judge = {"type": "judge", "rubrics": ["faithfulness"], "cache": None}
+    config = ExperimentConfig.model_validate({"name": "g", "evaluators": [judge, grounding]})
+    with pytest.raises(ConfigError, match=r"evaluators\[1\].per: grounding reads or restates"):
+        Pipeline(config).prepare()

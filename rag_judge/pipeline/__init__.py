@@ -130,7 +130,7 @@ class Pipeline:
         each evaluator's run, in order."""
         runs = []
         for i, evaluator in enumerate(self.config.evaluators):
-            check_per_unit(evaluator, i)
+            check_per_unit(evaluator, i, self.config.evaluators)
             try:
                 runs.append(evaluator.prepare())
             except ConfigError as exc:

@@ -14,15 +14,17 @@ from rag_judge.pipeline.collect import Collected, Step
 from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricKind, Restatement
 from rag_judge.report.samples import Column
 
-__all__ = ["add_conditioned", "conditioned_infos"]
+__all__ = ["add_conditioned", "conditioned_infos", "restated_rubrics"]
 
 
 def _restating(evaluators: Sequence[Evaluator]) -> Restated | None:
-    """What the first evaluator that restates others' metrics restates (``restated``)."""
-    return next((r for e in evaluators if (r := e.restated()) is not None), None)
+    """What the first evaluator that restates others' metrics per sample restates
+    (``restated``); one scored per turn or step restates nothing."""
+    per_sample = (e for e in evaluators if e.per == "conversation")
+    return next((r for e in per_sample if (r := e.restated()) is not None), None)
 
 
-def _rubrics(evaluators: Sequence[Evaluator], restated: Restated) -> dict[str, Evaluator]:
+def restated_rubrics(evaluators: Sequence[Evaluator], restated: Restated) -> dict[str, Evaluator]:
     """Each metric ``restated`` names that a judge metric of these evaluators scores, with
     that evaluator."""
     out = {}
@@ -46,7 +48,7 @@ def conditioned_infos(evaluators: Sequence[Evaluator]) -> dict[str, MetricInfo]:
         return {}
     return {
         rubric + restated.suffix: _info(scorer.metric_info(rubric), rubric, restated)
-        for rubric, scorer in _rubrics(evaluators, restated).items()
+        for rubric, scorer in restated_rubrics(evaluators, restated).items()
     }
 
 
@@ -58,7 +60,9 @@ def add_conditioned(cfg: ExperimentConfig, collected: Collected, chunk: int) -> 
     if restated is None or answered is None:
         return []
     wanted = []
-    for rubric in _rubrics(cfg.evaluators, restated):  # what metric_infos() said it would add
+    for rubric in restated_rubrics(
+        cfg.evaluators, restated
+    ):  # what metric_infos() said it would add
         step = _find(collected.steps, rubric)
         if step is not None:
             wanted.append((rubric, step))

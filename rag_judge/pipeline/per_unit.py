@@ -20,6 +20,7 @@ from rag_judge.data.units import Unit, step_samples, turn_samples, unit_of
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun, per_metric
 from rag_judge.pipeline.collect import Step, read_detail
+from rag_judge.pipeline.conditioned import restated_rubrics
 from rag_judge.pipeline.hops import Threshold, degraded
 from rag_judge.pipeline.running import stream
 from rag_judge.report.model import MetricInfo, SampleResult, Signature, UnitResult
@@ -53,10 +54,14 @@ class UnitStep:
         )
 
 
-def check_per_unit(evaluator: Evaluator, index: int) -> None:
+def check_per_unit(evaluator: Evaluator, index: int, evaluators: Sequence[Evaluator]) -> None:
     """A per-unit evaluator may not read or restate another step's per-sample values: those
-    are aligned with the samples, its values with the units."""
-    if evaluator.per != "conversation" and (evaluator.reads() or evaluator.restated()):
+    are aligned with the samples, its values with the units. A restatement that names no
+    metric of ``evaluators`` (a grounding evaluator's default ``conditioned`` without a
+    judge) restates nothing, so it does not count."""
+    restated = evaluator.restated()
+    restates = restated is not None and bool(restated_rubrics(evaluators, restated))
+    if evaluator.per != "conversation" and (evaluator.reads() or restates):
         loc = ("evaluators", index)
         raise ConfigError(
             f"evaluators[{index}].per: {evaluator.type} reads or restates other evaluators' "
