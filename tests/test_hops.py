@@ -18,7 +18,7 @@ from rag_judge.pipeline.hops import degraded, unit_thresholds
 from rag_judge.report.html import render_html
 from rag_judge.report.levels import unit_tables
 from rag_judge.report.markdown import render_markdown
-from rag_judge.report.model import Degradation, Miss, Report, UnitResult
+from rag_judge.report.model import Degradation, Miss, Report, SampleFile, UnitResult
 
 
 def _hop(*ids: str) -> dict[str, Any]:
@@ -198,3 +198,29 @@ def test_grounding_scores_turns_when_it_restates_no_judge_rubric() -> None:
     config = ExperimentConfig.model_validate({"name": "g", "evaluators": [judge, grounding]})
     with pytest.raises(ConfigError, match=r"evaluators\[1\].per: grounding reads or restates"):
         Pipeline(config).prepare()
+
+
+def test_per_unit_only_runs_keep_their_samples_in_a_file_past_inline_samples() -> None:
+    report = _report([C1, C2, PLAIN], inline_samples=2)
+    assert isinstance(report.samples, SampleFile)
+    assert [s.id for s in report.samples] == ["c1", "c2", "p"]
+    assert [len(s.units) for s in report.samples] == [5, 2, 2]
+
+
+def test_a_rubric_scored_per_turn_is_not_restated_per_sample() -> None:
+    evaluators = [
+        {"type": "judge", "rubrics": ["faithfulness"], "per": "turn", "cache": None},
+        {"type": "grounding", "per": "turn", "cache": None},
+    ]
+    pipeline = Pipeline(ExperimentConfig.model_validate({"name": "g", "evaluators": evaluators}))
+    assert "faithfulness_answered" not in pipeline.metric_infos()
+    report = pipeline.run([C1]).report
+    assert "turn.faithfulness" in report.summary and "turn.answer_rate" in report.summary
+    assert not any(m.endswith("_answered") for m in report.summary)
+
+
+def test_a_config_without_thresholds_records_none() -> None:
+    assert "thresholds" not in _config().model_dump(mode="json")
+    assert _config(thresholds={"turn.mrr": 0.5}).model_dump(mode="json")["thresholds"] == {
+        "turn.mrr": 0.5
+    }

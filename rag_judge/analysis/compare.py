@@ -348,6 +348,13 @@ def _notes(comp: Comparison) -> list[str]:
             "in both runs (labelled); CI: the new run's interval method (labels.method: t, "
             "small-sample, by default)"
         )
+    units = [m for m in comp.metrics if level_of(m) != "conversation"]
+    if units:
+        notes.append(
+            f"{', '.join(units)}: scored per turn or step, paired by conversation id and turn "
+            "(and step) index; the CI resamples conversations and the sign-flip test flips each "
+            "conversation's summed difference, as a conversation's turns are not independent"
+        )
     for name, mc in comp.metrics.items():
         if mc.corpus:
             notes.append(

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from rag_judge.report.model import Report
 
-__all__ = ["Paired", "cluster_sums", "paired", "paired_scores"]
+__all__ = ["Paired", "cluster_sums", "paired"]
 
 
 def cluster_sums(d: NDArray[np.float64], clusters: Sequence[str]) -> NDArray[np.float64]:
@@ -48,14 +48,6 @@ def paired(base: Report, new: Report, metric: str) -> Paired:
     owners = base.clusters(metric)
     clusters = None if owners is None else [owners[i] for i, _, _ in kept]
     return Paired(arr[:, 0], arr[:, 1], len(pairs) - len(kept), clusters)
-
-
-def paired_scores(
-    base: Report, new: Report, metric: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
-    """:func:`paired`'s two score arrays and the count of pairs left out."""
-    found = paired(base, new, metric)
-    return found.base, found.new, found.missing
 
 
 def _finite(value: float | None) -> bool:

@@ -62,6 +62,9 @@ def load_experiments(
         target = variant.get("target")
         if isinstance(target, str) and target.rpartition(":")[0].endswith(".py"):
             variant["target"] = str(path.parent / target)  # a file next to the config
+        if isinstance(variant.get("conversation"), dict):
+            conversation = dict(variant["conversation"])
+            variant["conversation"] = ConversationConfig.resolve_paths(conversation, path.parent)
         if isinstance(variant.get("evaluators"), list):
             variant["evaluators"] = [
                 _resolve_paths(ev, path.parent) for ev in variant["evaluators"]

@@ -112,7 +112,7 @@ class ExperimentConfig(BaseModel):
     gates: dict[str, str | float] = Field(default_factory=dict)
     # Per-unit thresholds that say which hop of a conversation degraded: a ``turn.X`` or
     # ``step.X`` metric -> "OP VALUE"; a gate on such a metric serves where none is given here.
-    thresholds: dict[str, str | float] = Field(default_factory=dict)
+    thresholds: dict[str, str | float] = Field(default_factory=dict, exclude_if=lambda v: not v)
     # `rag-judge run` exits 3 when more than this share of any evaluator's values failed
     # (errors, unscored verdicts, missing inputs), and whatever it is set to, when an evaluator
     # produced no value at all; the default, 1.0, fails only the latter.

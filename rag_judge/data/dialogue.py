@@ -33,6 +33,7 @@ from rag_judge.data.target import (
     TargetRun,
     caller,
     check_settings,
+    checked_answer,
     failed_sample,
     filled_sample,
     gathered,
@@ -179,7 +180,7 @@ class _Conversation:
         if drive.mode == "replay" and not sample.is_conversation():
             return await self._single()
         if drive.mode == "simulate" and sample.goal is None:
-            return failed_sample(sample), None, "the sample has no goal: a simulated user needs one"
+            return self._failed(), None, "the sample has no goal: a simulated user needs one"
         # The dataset's turns: all of them replayed; when simulating, the first one's question
         # (or the sample's) opens the conversation.
         gold = list(sample.conversation_turns())
@@ -264,7 +265,7 @@ class _Conversation:
         target returns steps, as with a plain target."""
         sample = self.sample
         if sample.question is None:
-            return failed_sample(sample), None, "the sample has no question"
+            return self._failed(), None, "the sample has no question"
         try:
             value = await self._call(0, sample.question)
             if isinstance(value, str):
@@ -273,13 +274,18 @@ class _Conversation:
                 raise ValueError("a conversational target returns one turn per call, not 'turns'")
             filled = filled_sample(sample, value)
         except _TurnFailed as exc:
-            return failed_sample(sample), None, str(exc)
+            return self._failed(), None, str(exc)
         except ValueError as exc:
-            return failed_sample(sample), None, f"turn 0: {exc}"
+            return self._failed(), None, f"turn 0: {exc}"
         answer = filled.conversation_turns()[-1].answer or ""
         pattern = self.drive.pattern()
         stopped: Stop = "stop_pattern" if pattern and pattern.search(answer) else "dataset_end"
         return filled.model_copy(update={"driven": self._driven(stopped, 1)}), self.spent, None
+
+    def _failed(self) -> Sample:
+        """The sample when its conversation failed before any turn was answered."""
+        update = {"driven": self._driven("error", 0)}
+        return failed_sample(self.sample).model_copy(update=update)
 
     def _driven(self, stopped: Stop, answered: int) -> Driven:
         return Driven(
@@ -325,13 +331,12 @@ def _read_turn(value: Any, question: str) -> Turn:
     out = unpack(value)
     if out.turns is not None:
         raise ValueError("a conversational target returns one turn per call, not 'turns'")
-    if not isinstance(out.answer, str):
-        raise ValueError(f"target returned an answer of type {type(out.answer).__name__}, not str")
+    answer = checked_answer(out.answer)
     steps: Any = out.steps
     if steps is None:
         steps = [] if out.contexts is None else [{"contexts": out.contexts}]
     try:
-        return Turn.model_validate({"question": question, "steps": steps, "answer": out.answer})
+        return Turn.model_validate({"question": question, "steps": steps, "answer": answer})
     except ValidationError as exc:
         problems = "; ".join(
             f"'{p.field}': {p.message}" if p.field else p.message

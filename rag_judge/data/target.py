@@ -47,6 +47,7 @@ __all__ = [
     "TargetRun",
     "caller",
     "check_settings",
+    "checked_answer",
     "failed_sample",
     "filled_sample",
     "gathered",
@@ -270,7 +271,20 @@ def _no_question(sample: Sample) -> str:
 
 
 def failed_sample(sample: Sample) -> Sample:
+    """The sample as a failed call leaves it: no answer and no contexts. A conversation's
+    turns keep their questions and gold, not the dataset's answers and steps: those are not
+    what the system did."""
+    if sample.turns is not None:
+        turns = tuple(t.model_copy(update={"answer": None, "steps": ()}) for t in sample.turns)
+        return sample.model_copy(update={"turns": turns})
     return sample.model_copy(update={"answer": None, "contexts": ()})
+
+
+def checked_answer(answer: Any) -> str:
+    """``answer`` when it is a string; else a ValueError naming its type."""
+    if not isinstance(answer, str):
+        raise ValueError(f"target returned an answer of type {type(answer).__name__}, not str")
+    return answer
 
 
 def filled_sample(sample: Sample, value: Any) -> Sample:
@@ -279,9 +293,7 @@ def filled_sample(sample: Sample, value: Any) -> Sample:
     out = unpack(value)
     if out.turns is not None or out.steps is not None:
         return validated_sample(_conversation(sample, out))
-    answer, contexts = out.answer, out.contexts
-    if not isinstance(answer, str):
-        raise ValueError(f"target returned an answer of type {type(answer).__name__}, not str")
+    answer, contexts = checked_answer(out.answer), out.contexts
     if contexts is None:
         contexts = []
     if isinstance(contexts, str) or not isinstance(contexts, Sequence):

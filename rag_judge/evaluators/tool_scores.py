@@ -111,7 +111,11 @@ def tool_scores(
         # The kernels are monotone in the pairs that match: when reading every unknown pair
         # as a mismatch and as a match give one value, no verdict could change it.
         upper = _values(entries, calls, expected, high.fits)
-        failed = {m: low.failure for m in JUDGED if values[m] != upper[m] and low.failure}
+        failed = {
+            m: low.failure
+            for m in JUDGED
+            if m in compared and values[m] != upper[m] and low.failure
+        }
     else:
         values = _values(entries, calls, expected, _fits(args))
     reasons = {

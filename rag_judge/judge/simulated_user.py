@@ -20,6 +20,7 @@ from rag_judge.data.dialogue import UserBrief, UserTurn
 from rag_judge.judge.reply_json import FENCE, braced, lenient_loads
 from rag_judge.llm import make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMError
+from rag_judge.llm.cache import CacheOption, cache_file
 from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.providers import ClientConfig, check_client
 from rag_judge.llm.providers.stub import Responder, StubClient, parse_sections, support
@@ -122,13 +123,14 @@ class LLMUser:
         self.name = f"{client.provider}/{client.model}"
 
     @classmethod
-    def from_config(cls, config: ClientConfig) -> LLMUser:
-        """The user ``config`` names (``provider: stub`` plays ``stub_user``). A missing API key
-        is a ConfigError, raised before any call."""
+    def from_config(cls, config: ClientConfig, cache: CacheOption = None) -> LLMUser:
+        """The user ``config`` names (``provider: stub`` plays ``stub_user``), its replies kept
+        in ``cache`` (a file, ``default``, or None: none). A missing API key is a ConfigError,
+        raised before any call."""
         check_client(config)
         stub = config.provider == "stub"
         client = StubClient(stub_user(), model=config.model) if stub else make_client(config)
-        return cls(make_engine(config, client=client))
+        return cls(make_engine(config, client=client, cache=cache_file(cache)))
 
     async def __call__(self, brief: UserBrief) -> UserTurn:
         request = user_request(brief, temperature=self.temperature)

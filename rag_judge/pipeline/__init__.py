@@ -274,7 +274,7 @@ class Pipeline:
                     info=unit.step.info.get(metric),
                     clusters=unit.clusters,
                 )
-        n = collected.steps[0].n if collected.steps else 0
+        n = collected.steps[0].n if collected.steps else max((u.samples for u in units), default=0)
         thresholds = unit_thresholds(cfg.thresholds, cfg.gates)
         results = with_units(collected.results(source, cfg.chunk_size), units, thresholds)
         samples: SampleFile | list[SampleResult]
@@ -325,6 +325,9 @@ class Pipeline:
                         signatures={"latency_s": signature},
                     )
                 )
+            step.usage += (
+                driver.usage()
+            )  # the simulated user's calls: the target's own are not seen
         if not step.metrics:  # no samples: the column is there, empty
             step.add(EvaluatorResult.empty(0, {"latency_s": signature}))
         offsets = answered.close()

@@ -29,7 +29,9 @@ def restated_rubrics(evaluators: Sequence[Evaluator], restated: Restated) -> dic
     that evaluator."""
     out = {}
     for rubric in dict.fromkeys(restated.metrics):
-        scorer = next((e for e in evaluators if rubric in e.metric_names()), None)
+        # A rubric scored per turn or step has no per-sample values to restate.
+        per_sample = (e for e in evaluators if e.per == "conversation")
+        scorer = next((e for e in per_sample if rubric in e.metric_names()), None)
         if scorer is not None and scorer.metric_info(rubric).kind is MetricKind.JUDGE:
             out[rubric] = scorer
     return out

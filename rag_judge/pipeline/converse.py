@@ -4,6 +4,7 @@ a time through whole conversations (``rag_judge.data.dialogue``), with the simul
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -12,6 +13,7 @@ from rag_judge.data.dialogue import drive_target_sync
 from rag_judge.data.sample import Sample
 from rag_judge.data.target import Target, TargetRun, run_target_sync
 from rag_judge.judge.simulated_user import LLMUser
+from rag_judge.report.model import Usage
 
 __all__ = ["Driver"]
 
@@ -27,7 +29,7 @@ class Driver:
 
     def __enter__(self) -> Driver:
         if self.config is not None and self.config.mode == "simulate":
-            self.user = LLMUser.from_config(self.config.user)
+            self.user = LLMUser.from_config(self.config.user, self.config.cache)
         return self
 
     def __exit__(
@@ -40,6 +42,10 @@ class Driver:
             self.user.close()
             self.user = None
 
+    def usage(self) -> Usage:
+        """What the simulated user's calls cost so far (nothing without one)."""
+        return self.user.engine.usage.model_copy() if self.user is not None else Usage()
+
     def options(self) -> dict[str, str]:
         """The signature options of ``latency_s`` that say how the target was driven; none
         without ``conversation:``, so such a run's signature is as before."""
@@ -49,7 +55,7 @@ class Driver:
         out = {
             "conversation": cfg.mode,
             "max_turns": str(cfg.max_turns),
-            "stop": cfg.stop if cfg.stop is not None else "none",
+            "stop": _signed_pattern(cfg.stop),
             "input": cfg.input,
         }
         if self.user is not None:
@@ -69,3 +75,14 @@ class Driver:
             concurrency=concurrency,
             timeout=timeout,
         )
+
+
+def _signed_pattern(stop: str | None) -> str:
+    """The stop pattern as a signature option: as written, or, when it holds a character that
+    the signature's text reserves (``|``, a bracket), its hash, so that the signature still
+    parses."""
+    if stop is None:
+        return "none"
+    if not any(c in stop for c in "|[]"):
+        return stop
+    return "sha256-" + hashlib.sha256(stop.encode()).hexdigest()[:12]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rag_judge.data.conversation import ExpectedCall, ExpectedTools, ToolStep, Turn
+from rag_judge.data.conversation import ExpectedCall, ToolStep, Turn
 from rag_judge.data.sample import Sample
 from rag_judge.metrics.trajectory import canonical_json
 from rag_judge.report.model import Degradation, Miss, UnitResult
@@ -92,7 +92,7 @@ def _first_hop(
     sample: Sample | None,
 ) -> tuple[int | None, list[Miss]]:
     """The first step of turn ``t`` that missed, and how; (None, []) when none did."""
-    expected = _expected(sample, t)
+    expected = sample.expected_tools_for(t) if sample is not None else None
     for s, step in enumerate(turn.steps):
         if isinstance(step, ToolStep):
             if expected is not None and not any(_fits(step, c) for c in expected.calls):
@@ -103,19 +103,6 @@ def _first_hop(
         if misses:
             return s, misses
     return None, []
-
-
-def _expected(sample: Sample | None, t: int) -> ExpectedTools | None:
-    """The entry of ``expected_tools`` for turn ``t``: a turn's own, or the conversation's one
-    entry without a turn when it has a single turn. None: the turn's calls are not checked."""
-    if sample is None:
-        return None
-    entries = sample.expected_tools or ()
-    for entry in entries:
-        if entry.turn == t:
-            return entry
-    single = len(sample.conversation_turns()) == 1
-    return next((e for e in entries if e.turn is None and single), None)
 
 
 def _fits(call: ToolStep, expected: ExpectedCall) -> bool:

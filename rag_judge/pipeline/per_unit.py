@@ -40,6 +40,7 @@ class UnitStep:
     owners: list[int] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     places: list[Unit] = field(default_factory=list)
+    samples: int = 0  # how many samples the units came from (one may have none)
 
     def name(self, metric: str) -> str:
         return per_metric(self.evaluator.per, metric)
@@ -98,6 +99,7 @@ def run_per_unit(run: EvaluatorRun, chunks: Iterable[list[Sample]], spool: RowWr
                     out.places.append(place)
                     expanded.append(u)
                 owner += 1
+            out.samples = owner
             yield expanded
 
     stream(run, units(), out.step)

@@ -327,3 +327,50 @@ def test_without_conversation_the_config_and_signature_are_as_before() -> None:
     with Driver(None, echo) as driver:
         assert driver.options() == {} and driver.user is None
     assert ConversationConfig().user.provider == "stub"
+
+
+def test_a_failed_conversation_keeps_no_recorded_answer_or_step() -> None:
+    # A plain target cannot answer a conversation, and a simulation needs a goal: either way
+    # the dataset's recorded answers and steps are not what the system did.
+    recorded = Sample.model_validate(
+        {"id": "c", "turns": [{"question": "q", "answer": "recorded", "relevance": {"d1": 1},
+                               "steps": [{"contexts": [{"id": "d1", "text": "t"}]}]}]}
+    )  # fmt: skip
+    with LLMUser.from_config(ClientConfig()) as user:
+        run = drive_target_sync(echo, [recorded], Drive(mode="simulate"), user=user)
+    (failed,) = run.samples
+    (turn,) = failed.conversation_turns()
+    assert (turn.question, turn.answer, turn.steps) == ("q", None, ())
+    assert turn.relevance == {"d1": 1}  # the gold stays
+    assert failed.driven is not None and failed.driven.stopped == "error"
+    assert failed.driven.turns == 0
+
+
+def test_a_stop_pattern_with_a_pipe_signs_as_its_hash() -> None:
+    config = ConversationConfig(mode="replay", stop="sorry|cannot")
+    with Driver(config, echo) as driver:
+        stop = driver.options()["stop"]
+    assert stop.startswith("sha256-") and "|" not in stop
+    with Driver(ConversationConfig(mode="replay", stop="could not"), echo) as driver:
+        assert driver.options()["stop"] == "could not"
+
+
+def test_the_simulated_user_is_cached_and_its_calls_counted(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"id": "g", "goal": "rotate api keys"}\n')
+    lines = [
+        "name: sim",
+        "dataset: d.jsonl",
+        f"target: {REPO / 'examples' / 'support_agent.py'}:chat",
+        "conversation: {mode: simulate, max_turns: 2, cache: user.sqlite}",
+        "evaluators: [{type: rouge, per: turn}]",
+    ]
+    (tmp_path / "c.yaml").write_text("\n".join(lines) + "\n")
+    first = Pipeline.from_yaml(tmp_path / "c.yaml").run().report
+    assert (tmp_path / "user.sqlite").exists()  # relative to the config's folder
+    asked = first.usage.requests
+    assert asked >= 1 and first.usage.cache_hits == 0
+    again = Pipeline.from_yaml(tmp_path / "c.yaml").run().report
+    assert (again.usage.requests, again.usage.cache_hits) == (0, asked)
+    assert again.samples[0].sample == first.samples[0].sample
+    with pytest.raises(ValueError, match="'cache' is the simulated user's cache"):
+        ConversationConfig(mode="replay", cache="default")

@@ -270,3 +270,9 @@ def test_config_errors_through_a_yaml_file(tmp_path: Path) -> None:
     # A cache file is relative to the config's folder.
     judged = load_config(path).evaluators[0]
     assert judged.judge.cache == tmp_path / "j.db"
+
+
+def test_a_failed_verdict_fails_only_the_metrics_asked_for() -> None:
+    evaluator = ToolsEvaluator(args="judge", metrics=["tool_recall"], cache=None)
+    result = evaluator.evaluate([weather("SF", "London")], client=judge(set(), fail={SF}))
+    assert scored(result) == {"tool_recall": 1.0}
