@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rag_judge.report.model",),
     ("rag_judge.llm", "rag_judge.metrics"),
     ("rag_judge.judge",),
-    ("rag_judge.evaluators",),
+    ("rag_judge.evaluators", "rag_judge.synth"),
     ("rag_judge.analysis", "rag_judge.report", "rag_judge.config"),
     ("rag_judge.pipeline",),
     ("rag_judge.cli",),

@@ -1,6 +1,6 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
-``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``).
+``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``, ``synth``).
 
 Progress goes to stderr while a command runs (a live line on a terminal, one line per step
 otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
@@ -33,7 +33,7 @@ RESUME = (
 )
 
 
-COMMANDS = ("run", "retrieval", "compare", "gate", "calibrate", "pairwise", "audit")
+COMMANDS = ("run", "retrieval", "compare", "gate", "calibrate", "pairwise", "audit", "synth")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from rag_judge.llm.base import Completion, CompletionRequest, LLMError
 from rag_judge.llm.providers.stub_arguments import arguments_stub, asks_arguments
+from rag_judge.llm.providers.stub_synth import asks_synth, synth_stub
 from rag_judge.llm.ratelimit import Sleeper, estimate_tokens
 from rag_judge.llm.sections import parse_sections
 from rag_judge.text import DEFAULT_CITATION_PATTERN, claim_sentences, is_abstention
@@ -141,6 +142,8 @@ def fixed(score: int = 3, reason: str = "fixed stub verdict") -> Responder:
             return grounding_stub(request)
         if asks_arguments(request):
             return arguments_stub(request)
+        if asks_synth(request):
+            return synth_stub(request)
         return _verdict(request, score, reason)
 
     return _named(respond, f"stub-fixed-{score}")
@@ -218,8 +221,8 @@ def lexical_support() -> Responder:
       replies use (the conversation rubrics).
 
     A pairwise request is answered by ``pairwise_lexical``, a claim or claim-verdict request
-    (grounding) by ``grounding_stub``. Deterministic and free, it checks
-    the plumbing; it is not a judgment of meaning.
+    (grounding) by ``grounding_stub``, a synth request by ``stub_synth.synth_stub``.
+    Deterministic and free, it checks the plumbing; it is not a judgment of meaning.
     """
     pairwise = pairwise_lexical()
 
@@ -230,6 +233,8 @@ def lexical_support() -> Responder:
             return grounding_stub(request)
         if asks_arguments(request):
             return arguments_stub(request)
+        if asks_synth(request):
+            return synth_stub(request)
         sections = parse_sections(_prompt(request))
         answer, question = sections.get("ANSWER"), sections.get("QUESTION")
         contexts = [b for n, b in sections.items() if n.startswith("CONTEXT")]
