@@ -167,6 +167,9 @@ def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+MIN_QUESTION_WORDS = 3
+
+
 def read_generated(kind: Kind) -> Callable[[Completion], Generated | Unscored]:
     """The reader of a ``kind`` question's replies. A question is a non-blank string; so is
     its answer, except for an unanswerable question, whose answer must be null; a
@@ -181,6 +184,13 @@ def read_generated(kind: Kind) -> Callable[[Completion], Generated | Unscored]:
         question, answer = _text(found["question"]), found.get("answer")
         if question is None:
             return Unscored(reason="'question' must be a non-empty string", raw=text, stated=True)
+        if len(question.split()) < MIN_QUESTION_WORDS and not question.endswith("?"):
+            # A fragment ("PASSAGE 1", a keyword) is no question: a small model writes such.
+            problem = (
+                f"'question' must be a question: {MIN_QUESTION_WORDS} words or more, or "
+                "ending with '?'"
+            )
+            return Unscored(reason=problem, raw=text, stated=True)
         if kind == "unanswerable":
             if answer is not None:
                 problem = "an unanswerable question's 'answer' must be null"

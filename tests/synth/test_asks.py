@@ -359,3 +359,10 @@ def test_the_stub_answers_closed_book_only_a_query_that_names_five_content_words
     assert closed(listed) == "1932 bridge harbour opened sydney"
     blank = "Which value fills the blank: The Sydney Harbour Bridge opened in ___?"
     assert closed(blank) is None  # four content words: sydney, harbour, bridge, opened
+
+
+def test_a_fragment_is_no_question() -> None:
+    found = read_generated("unanswerable")(reply('{"question": "PASSAGE 1", "answer": null}'))
+    assert isinstance(found, Unscored) and "3 words or more, or ending with" in found.reason
+    ok = read_generated("unanswerable")(reply('{"question": "Who runs?", "answer": null}'))
+    assert not isinstance(ok, Unscored) and ok.question == "Who runs?"
