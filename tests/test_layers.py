@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rag_judge.evaluators", "rag_judge.synth"),
     ("rag_judge.analysis", "rag_judge.report", "rag_judge.config"),
     ("rag_judge.pipeline",),
-    ("rag_judge.cli",),
+    ("rag_judge.cli", "rag_judge.testing"),
     ("rag_judge",),
 ]  # fmt: skip
 

@@ -1,6 +1,7 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
-``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``, ``synth``).
+``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``, ``synth``, ``ingest``,
+``comment``).
 
 Progress goes to stderr while a command runs (a live line on a terminal, one line per step
 otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
@@ -33,7 +34,18 @@ RESUME = (
 )
 
 
-COMMANDS = ("run", "retrieval", "compare", "gate", "calibrate", "pairwise", "audit", "synth")
+COMMANDS = (
+    "run",
+    "retrieval",
+    "compare",
+    "gate",
+    "calibrate",
+    "pairwise",
+    "audit",
+    "synth",
+    "ingest",
+    "comment",
+)
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:

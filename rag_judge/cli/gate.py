@@ -7,13 +7,14 @@ from pathlib import Path
 
 from rag_judge.analysis.compare import CompareOptions
 from rag_judge.analysis.gates import RegressionRule, check_gates
+from rag_judge.analysis.junit import JUnitSuite, write_junit
 from rag_judge.cli.compare import _positive_int
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
 from rag_judge.report.result import LEVELS
 from rag_judge.report.thresholds import NAMED_THRESHOLD, OPERATORS, parse_threshold
 
-__all__ = ["add_fail_under", "add_parser", "run_gate", "thresholds_from_cli"]
+__all__ = ["add_fail_under", "add_junit", "add_parser", "run_gate", "thresholds_from_cli"]
 
 
 def add_fail_under(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +71,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     gate.add_argument("-v", "--verbose", action="store_true", help="print passing gates too")
+    add_junit(gate)
     gate.set_defaults(handler=run_gate)
+
+
+def add_junit(parser: argparse.ArgumentParser) -> None:
+    """``--junit FILE``, shared by ``gate`` and ``run``: the gates as JUnit XML."""
+    parser.add_argument(
+        "--junit", type=Path, metavar="FILE",
+        help="also write the gate verdicts as JUnit XML: a testcase per gate (CI test reports)",
+    )  # fmt: skip
 
 
 def thresholds_from_cli(
@@ -118,4 +128,6 @@ def run_gate(args: argparse.Namespace) -> int:
         )
     result = check_gates(report, thresholds, rule)
     print(result.render(verbose=args.verbose))
+    if args.junit is not None:
+        write_junit(args.junit, [JUnitSuite(str(args.report), result)])  # named by its path
     return 0 if result.passed else 1

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rag_judge.analysis.compare import compare_all
-from rag_judge.analysis.gates import check_gates, unknown_gate
+from rag_judge.analysis.gates import GateResult, check_gates, unknown_gate
+from rag_judge.analysis.junit import JUnitSuite, step_errors, write_junit
 
 # The text a run prints (header, dry-run table, failure summary) lives apart, in _run_text.py,
 # to keep this file under ~400 lines; importers keep importing it from here.
@@ -36,13 +37,14 @@ from rag_judge.cli._run_text import (
     run_summary,
 )
 from rag_judge.cli.compare import render_markdown
-from rag_judge.cli.gate import add_fail_under, thresholds_from_cli
+from rag_judge.cli.gate import add_fail_under, add_junit, thresholds_from_cli
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
 from rag_judge.errors import ConfigError
 from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline import Pipeline
 from rag_judge.pipeline.conclusions import check_labels
 from rag_judge.report.model import MetricKind, Report, WarningKind
+from rag_judge.report.otel import export_run
 from rag_judge.resources import resolve_config
 
 __all__ = [
@@ -111,6 +113,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "the config's max_error_rate, 1.0 unless set: only when one produced no value at all)",
     )  # fmt: skip
     add_fail_under(run_)  # adds to the config's gates
+    add_junit(run_)
     run_.add_argument(
         "--quiet", action="store_true",
         help="no progress on stderr (default: a live line on a terminal, else a line per step)",
@@ -158,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     broken = False  # an evaluator failed beyond max_error_rate
     reports: list[tuple[str, Report]] = []  # (its folder, the report), for the comparison
+    suites: list[JUnitSuite] = []  # each experiment's gates, for --junit
     for name, config in experiments:
         out = base_out / folder_name(name) if name else base_out
         # Heading and header before the steps (flushed: progress goes to stderr), so the
@@ -170,13 +174,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"rag-judge: {len(result.report.samples)} samples evaluated")
         print(run_summary(result.report))
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+        if (otel := config.otel) is not None:  # the values as OpenTelemetry events, out
+            options = {"headers": otel.headers, **otel.model_dump()}  # (the dump has no headers)
+            for status in export_run(result.report, out, **options):
+                if status.ok:  # a failure is logged, and is a warning of the report
+                    print(status.describe())
         gates = {**config.gates, **extra_gates}
+        verdict = check_gates(result.report, gates) if gates else GateResult()
         if gates:
-            verdict = check_gates(result.report, gates)
             print(verdict.render())
             failed |= not verdict.passed
         max_rate = config.max_error_rate if args.max_error_rate is None else args.max_error_rate
         over = evaluator_failures(result, max_rate)
+        suites.append(JUnitSuite(name or config.name, verdict, step_errors(over, max_rate)))
         summary = failure_summary(result, over, max_rate)
         if summary:
             prefix = f"rag-judge: {name}: " if name else "rag-judge: "
@@ -197,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
         markdown = render_markdown(comparison)
         (base_out / "comparison.md").write_text(markdown)
         print("\n" + markdown)
+    if getattr(args, "junit", None) is not None:
+        write_junit(args.junit, suites)
     if broken:
         return EXIT_EVALUATOR_FAILED
     return EXIT_GATE_FAILED if failed else 0

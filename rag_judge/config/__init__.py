@@ -14,6 +14,7 @@ from rag_judge.config._matrix import expand_matrix, folder_name
 from rag_judge.config._metric_names import check_metric_names, check_threshold_names
 from rag_judge.config._models import BootstrapConfig, ExperimentConfig, LabelsConfig, RayConfig
 from rag_judge.config._yaml import _describe, _read_yaml, where
+from rag_judge.data.frameworks import split_framework
 from rag_judge.errors import ConfigError
 from rag_judge.evaluators import evaluator_class
 
@@ -61,7 +62,9 @@ def load_experiments(
             _resolve_labels(variant, path.parent)
         target = variant.get("target")
         if isinstance(target, str) and target.rpartition(":")[0].endswith(".py"):
-            variant["target"] = str(path.parent / target)  # a file next to the config
+            framework, target = split_framework(target)  # langchain:file.py:chain
+            prefix = f"{framework}:" if framework else ""
+            variant["target"] = prefix + str(path.parent / target)  # a file next to the config
         if isinstance(variant.get("conversation"), dict):
             conversation = dict(variant["conversation"])
             variant["conversation"] = ConversationConfig.resolve_paths(conversation, path.parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -23,7 +24,7 @@ from rag_judge.report.result import UNIT_PREFIXES
 from rag_judge.report.thresholds import parse_threshold
 from rag_judge.stats.ppi import PPIMethod
 
-__all__ = ["BootstrapConfig", "ExperimentConfig", "LabelsConfig", "RayConfig"]
+__all__ = ["BootstrapConfig", "ExperimentConfig", "LabelsConfig", "OtelConfig", "RayConfig"]
 
 
 class BootstrapConfig(BaseModel):
@@ -77,6 +78,34 @@ class RayConfig(BaseModel):
     retries: int = Field(default=3, ge=0)
 
 
+class OtelConfig(BaseModel):
+    """Where ``rag-judge run`` sends the run's values as OpenTelemetry evaluation events
+    (docs/traces.md): a ``file`` of OTLP-JSON lines (relative: in the run's folder) and/or an
+    OTLP/HTTP ``endpoint`` with its ``headers`` and ``timeout`` (seconds). ``headers`` are left
+    out of report.json, as they often hold a token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: Path | None = None
+    endpoint: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, exclude=True)
+    timeout: float = Field(default=10.0, gt=0)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        parts = urlsplit(url or "http://x")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{url!r} is not an http(s) URL (e.g. http://localhost:4318)")
+        return url
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> OtelConfig:
+        if self.file is None and self.endpoint is None:
+            raise ValueError("needs a 'file' (OTLP-JSON lines) or an 'endpoint' (OTLP/HTTP)")
+        return self
+
+
 class ExperimentConfig(BaseModel):
     """A run: which dataset, which evaluators with which options, where the report goes.
 
@@ -89,7 +118,8 @@ class ExperimentConfig(BaseModel):
 
     name: str = "experiment"
     dataset: Path | None = None
-    dataset_format: Literal["jsonl", "csv", "parquet"] | None = None  # None: from the extension
+    # None: from the extension (a .json/.jsonl trace export from its first key: otlp).
+    dataset_format: Literal["jsonl", "csv", "parquet", "otlp"] | None = None
     dataset_layout: Literal["rag-judge", "ragas", "deepeval"] | None = None  # None: from columns
     # A live system to evaluate: "package.module:function" or "file.py:function", called with
     # each question; its answers and contexts replace the dataset's.
@@ -126,6 +156,9 @@ class ExperimentConfig(BaseModel):
     # report.json holds the samples inline up to this many; past it they are written to
     # samples.jsonl beside it, and only score columns stay in memory.
     inline_samples: int = Field(default=5000, ge=0)
+    # The run's values out as OpenTelemetry evaluation events, after the report is written.
+    # Left out of the dump when unset, so a config without it reports as before.
+    otel: OtelConfig | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @field_validator("max_error_rate")
     @classmethod

@@ -1,4 +1,5 @@
-"""Dataset loaders for JSONL, CSV and Parquet, in rag-judge's own layout or in ragas' layout.
+"""Dataset loaders for JSONL, CSV and Parquet, in rag-judge's own layout or in ragas' layout,
+and OpenTelemetry trace exports (OTLP-JSON: ``rag_judge.data.otel``).
 
 Every reader ends in :class:`rag_judge.data.Sample` validation, so one set of rules holds for all
 formats; errors name ``file:line`` (JSONL, CSV) or ``file:row N`` (Parquet) and the field.
@@ -23,12 +24,13 @@ from rag_judge.data.layouts import (
     row_sample,
     unknown_key,
 )
+from rag_judge.data.otel import is_otlp, read_otlp
 from rag_judge.data.sample import Dataset, Sample
 from rag_judge.errors import DataError
 
 __all__ = ["FORMATS", "LAYOUTS", "load_dataset", "read_csv", "read_parquet"]
 
-Format = Literal["jsonl", "csv", "parquet"]
+Format = Literal["jsonl", "csv", "parquet", "otlp"]
 FORMATS: dict[str, Format] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -53,6 +55,8 @@ def load_dataset(
     path = Path(path)
     fmt = _format_of(path, format)
     lay = _check_layout(layout)
+    if fmt == "otlp":
+        return _read_otlp(path, lay, skip_invalid)
     if fmt == "csv":
         return read_csv(path, layout=lay, skip_invalid=skip_invalid)
     if fmt == "parquet":
@@ -123,18 +127,29 @@ def read_parquet(
 
 
 def _format_of(path: Path, format: str | None) -> Format:
-    valid = sorted(set(FORMATS.values()))
+    valid: list[Format] = [*sorted(set(FORMATS.values())), "otlp"]
     if format is not None:
-        if format not in valid:
-            raise DataError(f"unknown dataset format {format!r}; valid formats: {', '.join(valid)}")
-        return format
+        for known in valid:
+            if format == known:
+                return known
+        raise DataError(f"unknown dataset format {format!r}; valid formats: {', '.join(valid)}")
+    # A trace export is told by its first key: it is named .json or .jsonl like any JSON.
+    if path.suffix.lower() in (".json", ".jsonl", ".ndjson") and is_otlp(path):
+        return "otlp"
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise DataError(
             f"{path}: cannot tell the format from the extension {path.suffix!r}; name the file "
-            f"{', '.join(FORMATS)} or pass a format ({', '.join(valid)})"
+            f"{', '.join(FORMATS)} (or .json for OpenTelemetry traces) or pass a format "
+            f"({', '.join(valid)})"
         )
     return fmt
+
+
+def _read_otlp(path: Path, layout: Layout | None, skip_invalid: bool) -> Dataset:
+    if layout is not None:
+        raise DataError(f"{path}: OpenTelemetry traces have no layout; leave dataset_layout out")
+    return read_otlp(path, skip_invalid=skip_invalid)
 
 
 def _check_layout(layout: str | None) -> Layout | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rag_judge.data.jsonl import _to_sample, json_lines, read_lines
+from rag_judge.data.otel import is_otlp
 from rag_judge.data.readers import _jsonl_layout, load_dataset
 from rag_judge.data.rows import RowFile
 from rag_judge.data.sample import Sample
@@ -107,9 +108,11 @@ def parse_sample(line: bytes) -> Sample:
 def open_source(
     path: Path, *, format: str | None = None, layout: str | None = None
 ) -> SampleSource:
-    """A JSON Lines dataset in the rag-judge layout streams; any other is loaded whole."""
+    """A JSON Lines dataset in the rag-judge layout streams; any other (OTLP traces too) is
+    loaded whole."""
     suffix = path.suffix.lower()
     is_jsonl = format == "jsonl" or (format is None and suffix in (".jsonl", ".ndjson"))
+    is_jsonl = is_jsonl and not (format is None and is_otlp(path))  # traces: loaded whole
     if is_jsonl and path.exists() and (layout or _jsonl_layout(path)) == "rag-judge":
         return JsonlSource(path)
     return InMemory(load_dataset(path, format=format, layout=layout).samples)

@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
 from rag_judge.data.conversation import Turn
+from rag_judge.data.frameworks import framework_target, split_framework
 from rag_judge.data.sample import SAMPLE_EXPECTED, Context, Sample
 from rag_judge.errors import ConfigError
 from rag_judge.messages import input_problems
@@ -97,8 +98,20 @@ class TargetRun:
 def resolve_target(spec: str, *, base_dir: str | Path | None = None) -> Target:
     """The callable named by ``package.module:function`` or ``path/to/file.py:function``
     (a file path is relative to ``base_dir``, default the working folder). The attribute may
-    be dotted: ``module:obj.method``."""
-    module_name, sep, attr = spec.rpartition(":")
+    be dotted: ``module:obj.method``. A ``langchain:`` or ``llamaindex:`` prefix names a
+    framework's object instead (data/frameworks.py)."""
+    framework, named = split_framework(spec)
+    if framework:
+        return framework_target(framework, _named_object(named, spec, base_dir), spec)
+    obj = _named_object(spec, spec, base_dir)
+    if not callable(obj):
+        attr = spec.rpartition(":")[2]
+        raise ConfigError(f"target {spec!r}: {attr} is a {type(obj).__name__}, not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def _named_object(name: str, spec: str, base_dir: str | Path | None) -> Any:
+    module_name, sep, attr = name.rpartition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
             f"target {spec!r}: expected 'package.module:function' or 'path/to/file.py:function'"
@@ -113,9 +126,7 @@ def resolve_target(spec: str, *, base_dir: str | Path | None = None) -> Target:
             obj = getattr(obj, part)
         except AttributeError:
             raise ConfigError(f"target {spec!r}: {module_name} has no attribute {attr!r}") from None
-    if not callable(obj):
-        raise ConfigError(f"target {spec!r}: {attr} is a {type(obj).__name__}, not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def _import_module(spec: str, name: str) -> Any:

@@ -158,6 +158,10 @@ class WarningKind(str, Enum):
     # not say. Its ``metric`` names the judge's metrics (", "-joined), ``value`` the samples
     # that failed, ``threshold`` 0 (the verdicts it produced).
     JUDGE_FAILED = "judge_failed"
+    # The config's ``otel`` export failed (a dead endpoint, a file that cannot be written): the
+    # run's numbers stand, but the events did not all arrive. Its ``metric`` is "otel" (the
+    # config key), ``value`` the events not exported, ``threshold`` 0.
+    OTEL_EXPORT = "otel_export"
 
 
 class ReportWarning(BaseModel):
