@@ -27,6 +27,14 @@ server that returns fewer choices than asked or no logprobs.
 Run as a script it serves in its own process (for benchmarks: no GIL shared with the client),
 prints its base URL, and stops when stdin closes:
 ``python tests/fake_openai_server.py --latency 0.1 --rpm-limit 600``.
+
+The Batch API, as OpenAI serves it: ``POST /v1/files`` (a multipart upload),
+``GET /v1/files/{id}/content``, ``POST /v1/batches`` and ``GET /v1/batches/{id}``. Each created
+batch takes the next ``BatchPlan`` of ``batches`` (then ``BatchPlan()``): "in_progress" for
+``polls`` retrievals, then its ``outcome``. A completed or expired batch runs its lines through
+the same script as chat requests: a 200 reply goes to the output file, an error reply to the
+error file (a per-line error). ``batch_lines`` holds the line bodies run, ``batches_created``
+counts the creations and ``calls`` lists every HTTP request as "METHOD path".
 """
 
 from __future__ import annotations
@@ -39,7 +47,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+if __package__:
+    from tests.fake_batch_api import BatchPlan, BatchRoutes, read_chunked
+else:  # run as a script (benchmarks): its folder is on the path, not the repo's
+    from fake_batch_api import BatchPlan, BatchRoutes, read_chunked  # type: ignore[no-redef]
+
 __all__ = [
+    "BatchPlan",
     "FakeOpenAIServer",
     "Reply",
     "chat",
@@ -120,7 +134,7 @@ def hang(seconds: float = 30.0) -> Reply:
 Script = Sequence["Reply | str"] | Callable[[dict[str, Any]], "Reply | str"] | None
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(BatchRoutes):
     def __init__(
         self,
         script: Script = None,
@@ -131,6 +145,7 @@ class FakeOpenAIServer:
         pinned_model: str | None = None,
         ignores: Collection[str] = (),
         default: Reply | str = '{"reason": "default reply", "score": 3}',
+        batches: Sequence[BatchPlan] = (),
     ) -> None:
         self._script = script if callable(script) or script is None else list(script)
         self._position = 0
@@ -146,6 +161,13 @@ class FakeOpenAIServer:
         self.headers: list[dict[str, str]] = []
         self.rate_limited = 0
         self.arrivals: list[float] = []  # time.monotonic() of each request's arrival
+        self.calls: list[str] = []  # every HTTP request, as "METHOD path"
+        self.files: dict[str, bytes] = {}
+        self.batch_state: dict[str, dict[str, Any]] = {}
+        self.batch_lines: list[dict[str, Any]] = []
+        self._plans = list(batches)
+        self._batch_plan: dict[str, BatchPlan] = {}
+        self._polled: dict[str, int] = {}
         self._rate = rpm_limit / 60.0 if rpm_limit else None
         self._bucket = max(1.0, self._rate or 0.0)
         self._capacity = self._bucket
@@ -164,6 +186,10 @@ class FakeOpenAIServer:
     def received(self) -> int:
         """Chat-completion requests that arrived, whatever the answer."""
         return len(self.requests)
+
+    @property
+    def batches_created(self) -> int:
+        return len(self.batch_state)
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -206,8 +232,11 @@ class FakeOpenAIServer:
                         break
                     name, value = raw.decode("latin-1").split(":", 1)
                     headers[name.strip().lower()] = value.strip()
-                size = int(headers.get("content-length", "0"))
-                data = await reader.readexactly(size) if size else b""
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    data = await read_chunked(reader)
+                else:
+                    size = int(headers.get("content-length", "0"))
+                    data = await reader.readexactly(size) if size else b""
                 status, extra, payload = await self._answer(method, path, headers, data)
                 blob = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 extra = {"Content-Type": "application/json", **extra}
@@ -245,6 +274,9 @@ class FakeOpenAIServer:
     async def _answer(
         self, method: str, path: str, headers: dict[str, str], data: bytes
     ) -> tuple[int, dict[str, str], Any]:
+        self.calls.append(f"{method} {path}")
+        if "/v1/files" in path or "/v1/batches" in path:
+            return self._batch_api(method, path.split("?")[0], headers, data)
         if method == "GET" and path.endswith("/stats"):
             arrivals = self.arrivals or [0.0]
             return (

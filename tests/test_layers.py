@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rag_judge.report.judgments",),
     ("rag_judge.report.types", "rag_judge.report.estimates", "rag_judge.report.thresholds",
      "rag_judge.report.format"),
+    ("rag_judge.report.segments",),
     ("rag_judge.report.result",),
     ("rag_judge.report.samples",),
     ("rag_judge.report.model",),

@@ -14,7 +14,9 @@ What a gate name can be:
 - ``error_rate``: Σ errors / Σ (n + errors) over every summary entry (unscored verdicts included);
 - ``<metric>_ppi``: a judge metric's bias-corrected (PPI++) mean on the human scale, from the
   report's ``estimates`` (computed from its ``labels`` when a report has those alone);
-  ``<metric>_ppi.ci_low`` / ``<metric>_ppi.ci_high``: that estimate's interval.
+  ``<metric>_ppi.ci_low`` / ``<metric>_ppi.ci_high``: that estimate's interval;
+- ``<metric>[key=value]``: its mean over one segment of the report's ``segments``
+  (``ndcg@10[topic=billing]``); a segment with fewer values than its ``min_n`` fails.
 
 A name that none of these can be (a misspelled metric) is a ConfigError with the closest
 legal names (:func:`check_gate_names`; ``rag-judge run`` checks the names against the metrics
@@ -36,6 +38,7 @@ from rag_judge.analysis._gate_names import BOUNDS, PPI_FORMS, check_gate_names, 
 from rag_judge.analysis.compare import CompareOptions, compare_pairs
 from rag_judge.analysis.paired import paired as pairs_of
 from rag_judge.analysis.ppi import has_labels, ppi_estimate
+from rag_judge.analysis.segments import parse_segment_gate, resolve_segment_gate
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Direction, MetricSummary, Report
 from rag_judge.report.result import Level, level_of
@@ -195,6 +198,9 @@ def _resolve(report: Report, name: str) -> tuple[float | None, str | None]:
         if s.mean is None:
             return None, f"no value ({_scored(s)})"
         return s.mean, None
+    segment = parse_segment_gate(name)  # ndcg@10[topic=billing]: docs/segments.md
+    if segment is not None and segment.metric in summary:
+        return resolve_segment_gate(report, segment)
     if name == "unscored_rate":
         rubrics = report.judge_rubrics()
         if not rubrics:

@@ -1,7 +1,7 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
 ``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``, ``synth``, ``ingest``,
-``comment``).
+``comment``, ``plan``).
 
 Progress goes to stderr while a command runs (a live line on a terminal, one line per step
 otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
@@ -45,6 +45,7 @@ COMMANDS = (
     "synth",
     "ingest",
     "comment",
+    "plan",
 )
 
 

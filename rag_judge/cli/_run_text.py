@@ -10,6 +10,7 @@ from collections import Counter
 from rag_judge.config import ExperimentConfig
 from rag_judge.evaluators.base import DryRun
 from rag_judge.pipeline import RunResult
+from rag_judge.report.costs import cost_table
 from rag_judge.report.format import Column, Table, text_table
 from rag_judge.report.levels import degraded_count
 from rag_judge.report.markdown import level_sections, summary_table
@@ -35,11 +36,17 @@ def run_summary(report: Report) -> str:
     per step, a table per level and how many conversations and turns degraded."""
     sections = level_sections(report, "### ", brief=True)
     if not sections:
-        return summary_table(report)
+        return summary_table(report) + _cost(report)
     count = degraded_count(report)
     if count.turns or _has_unit_thresholds(report):  # without a threshold, nothing can fail
         sections.append(f"rag-judge: {count.text()}")
-    return "\n".join(sections).rstrip("\n")
+    return "\n".join(sections).rstrip("\n") + _cost(report)
+
+
+def _cost(report: Report) -> str:
+    """The cost per evaluator and per 1,000 samples under the summary, when a cost is known."""
+    table = cost_table(report)
+    return "" if table is None else "\n\n" + text_table(table, rule=True)
 
 
 def _has_unit_thresholds(report: Report) -> bool:
@@ -130,7 +137,7 @@ def dry_run_table(estimates: list[tuple[str, DryRun]]) -> str:
     the rendered prompts, skipped the samples (x rubrics) left out for a missing input,
     requests those not already cached (identical ones counted once), prompt tokens an
     estimate, max completion tokens the bound the requests ask for; cost is an upper bound from
-    the client's prices, or "no price set"."""
+    the client's prices or the price table (docs/prices.md), or "no price set"."""
     if not estimates:
         return "no judge calls: no evaluator of this config calls a model"
     columns = [

@@ -14,6 +14,8 @@ from rag_judge.analysis.compare import (
     comparison_table,
     footer,
 )
+from rag_judge.cli._compare_segments import compare_by_segment
+from rag_judge.cli.segments import add_group_by
 from rag_judge.report.format import markdown_table, md_code, text_table
 from rag_judge.report.result import LEVELS
 from rag_judge.stats import CORRECTIONS
@@ -66,11 +68,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the test")
+    add_group_by(p, "each segment tested, corrected across segments and metrics")
     p.set_defaults(handler=run_compare)
 
 
 def run_compare(args: argparse.Namespace) -> int:
     options = CompareOptions(args.resamples, args.confidence, args.permutations, args.seed)
+    if getattr(args, "group_by", None):  # segments: docs/segments.md
+        return compare_by_segment(args, options)
     result = compare_runs(
         args.base,
         list(args.new),

@@ -36,15 +36,20 @@ from rag_judge.cli._run_text import (
     run_header,
     run_summary,
 )
+from rag_judge.cli._sequential import add_sequential, args_sequential, sequential_run
 from rag_judge.cli.compare import render_markdown
 from rag_judge.cli.gate import add_fail_under, add_junit, thresholds_from_cli
+from rag_judge.cli.segments import add_group_by, group_by_overrides, segment_problem
 from rag_judge.config import ExperimentConfig, folder_name, load_experiments, where
 from rag_judge.errors import ConfigError
+from rag_judge.llm.batch import batch_note
 from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline import Pipeline
 from rag_judge.pipeline.conclusions import check_labels
+from rag_judge.report.format import text_table
 from rag_judge.report.model import MetricKind, Report, WarningKind
 from rag_judge.report.otel import export_run
+from rag_judge.report.segments import segment_tables
 from rag_judge.resources import resolve_config
 
 __all__ = [
@@ -124,6 +129,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "samples over a Ray cluster (the config's ray.address, else $RAY_ADDRESS, else a "
         "local one); needs rag-judge[ray]",
     )  # fmt: skip
+    add_group_by(run_, "overriding the config's group_by")
+    add_sequential(run_)
     run_.set_defaults(handler=run)
 
 
@@ -142,9 +149,10 @@ def run(args: argparse.Namespace) -> int:
     ``max_error_rate``), else 1 if a gate failed, else 0. Every experiment is checked first
     (dataset, evaluators' prepare): a problem is a ConfigError before any work."""
     path = resolve_config(args.config)
-    overrides: dict[str, str] = {"dataset": str(args.dataset)} if args.dataset else {}
+    overrides: dict[str, object] = {"dataset": str(args.dataset)} if args.dataset else {}
     if getattr(args, "executor", None):
         overrides["executor"] = args.executor
+    overrides |= group_by_overrides(args)  # validated with the config, named as the CLI's
     experiments = load_experiments(path, overrides or None)
     extra_gates = thresholds_from_cli(args.fail_under)
     for name, config in experiments:  # a misspelled gate stops the run before any (paid) work
@@ -168,11 +176,14 @@ def run(args: argparse.Namespace) -> int:
         # progress reads under its variant and an interrupted run has said which judge it called.
         print(f"\n## {name}\n" if name else "", end="")
         print("\n".join(run_header(config)), flush=True)
-        result = Pipeline(config).run()  # prepared again: cheap, each evaluator keeps its load
+        seq = sequential_run(args, config, extra_gates) if args_sequential(args) else None
+        result = seq.result if seq else Pipeline(config).run()  # prepared again: cheap
         paths = result.write(out)
         reports.append((str(out), result.report))
         print(f"rag-judge: {len(result.report.samples)} samples evaluated")
         print(run_summary(result.report))
+        for table in segment_tables(result.report.segments, result.report.confidence):
+            print(f"\n{table.title}\n{text_table(table)}")
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
         if (otel := config.otel) is not None:  # the values as OpenTelemetry events, out
             options = {"headers": otel.headers, **otel.model_dump()}  # (the dump has no headers)
@@ -181,7 +192,11 @@ def run(args: argparse.Namespace) -> int:
                     print(status.describe())
         gates = {**config.gates, **extra_gates}
         verdict = check_gates(result.report, gates) if gates else GateResult()
-        if gates:
+        if seq:  # the sequence's decisions are the gates' verdicts
+            verdict = seq.gate_result()
+            print(seq.render())
+            failed |= not verdict.passed
+        elif gates:
             print(verdict.render())
             failed |= not verdict.passed
         max_rate = config.max_error_rate if args.max_error_rate is None else args.max_error_rate
@@ -249,7 +264,7 @@ def check_gate_names_of(
     judge = [m for m, i in infos.items() if i.kind is MetricKind.JUDGE and i.normalises is None]
     suffix = f" (variant {variant})" if variant else ""
     for gate in [*config.gates, *extra]:
-        problem = unknown_gate(gate, infos, judge=judge)
+        problem = unknown_gate(gate, infos, judge=judge) or segment_problem(gate, config)
         if problem is None:
             continue
         if gate in extra:  # the command line's --fail-under wins over the config's gate
@@ -292,3 +307,5 @@ def _dry_run_tables(experiments: list[tuple[str, ExperimentConfig]]) -> None:
                 estimates.append((f"evaluators[{i}] ({evaluator.type})", estimate))
         print(f"\n## {name}\n" if name else "", end="")
         print(dry_run_table(estimates))
+        if estimates and (note := batch_note(config)):
+            print(note)

@@ -21,6 +21,7 @@ from rag_judge.config._conversation import ConversationConfig
 from rag_judge.evaluators import Evaluator, validate_evaluators
 from rag_judge.evaluators.retrieval import RetrievalEvaluator, settle_retrieval
 from rag_judge.report.result import UNIT_PREFIXES
+from rag_judge.report.segments import check_group_by, parse_segment_gate
 from rag_judge.report.thresholds import parse_threshold
 from rag_judge.stats.ppi import PPIMethod
 
@@ -138,6 +139,10 @@ class ExperimentConfig(BaseModel):
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     # Each a registered type, a 'package.module:Class' path, or an Evaluator instance.
     evaluators: list[SerializeAsAny[Evaluator]] = Field(min_length=1)
+    # Segments (docs/segments.md): per value of each metadata key, every metric's n, mean and
+    # CI; fewer than min_segment_n values give no CI and fail a gate. Left out when unset.
+    group_by: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    min_segment_n: int = Field(default=10, ge=1, exclude_if=lambda v: v == 10)
     # CI gates checked after the run: metric -> "OP VALUE" (a bare number means ">=").
     gates: dict[str, str | float] = Field(default_factory=dict)
     # Per-unit thresholds that say which hop of a conversation degraded: a ``turn.X`` or
@@ -179,11 +184,27 @@ class ExperimentConfig(BaseModel):
             raise ValueError("drives a target: set 'target' to a conversational callable")
         return value
 
+    @field_validator("group_by", mode="before")
+    @classmethod
+    def _one_key(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # group_by: metadata.topic
+
+    @field_validator("group_by")
+    @classmethod
+    def _valid_keys(cls, keys: list[str]) -> list[str]:
+        return check_group_by(keys)
+
     @field_validator("gates")
     @classmethod
-    def _valid_gates(cls, gates: dict[str, str | float]) -> dict[str, str | float]:
+    def _valid_gates(
+        cls, gates: dict[str, str | float], info: ValidationInfo
+    ) -> dict[str, str | float]:
         for metric, expr in gates.items():
             parse_threshold(expr, metric=metric)  # raises, naming the legal operators
+            segment = parse_segment_gate(metric)
+            keys = info.data.get("group_by")
+            if segment is not None and keys is not None:
+                segment_key(metric, segment.key, keys)
         return gates
 
     @field_validator("thresholds")
@@ -212,3 +233,14 @@ class ExperimentConfig(BaseModel):
         retrieval = [e for e in evaluators if isinstance(e, RetrievalEvaluator)]
         settled = iter(settle_retrieval(retrieval))
         return [next(settled) if isinstance(e, RetrievalEvaluator) else e for e in evaluators]
+
+
+def segment_key(gate: str, key: str, keys: list[str]) -> None:
+    """A ValueError when a segment gate's ``key`` (``topic`` or ``metadata.topic``) is not
+    one of the run's ``group_by`` keys: such a gate could only ever fail."""
+    if f"metadata.{key.removeprefix('metadata.')}" not in keys:
+        grouped = ", ".join(keys) or "none"
+        raise ValueError(
+            f"gates: {gate!r} names a segment of {key!r}, which the run does not group by "
+            f"(group_by: {grouped})"
+        )

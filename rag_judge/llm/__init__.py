@@ -11,10 +11,12 @@ is made (or ``OpenAIClient`` / ``LocalClient`` is read from this package).
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_judge._async import run_sync
+from rag_judge.errors import ConfigError
 from rag_judge.llm.base import (
     ChatMessage,
     Completion,
@@ -25,6 +27,7 @@ from rag_judge.llm.base import (
 )
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.engine import JudgeEngine
+from rag_judge.llm.prices import PRICES_ENV, Price, price_for
 from rag_judge.llm.providers import PROVIDERS, ClientConfig, check_capabilities, make_client
 from rag_judge.llm.providers.stub import (
     StubClient,
@@ -99,4 +102,20 @@ def make_engine(
         timeout=config.timeout + 1.0 if client.cancellable else None,
         prompt_price_per_1k=config.prompt_price_per_1k,
         completion_price_per_1k=config.completion_price_per_1k,
+        price=table_price(config, client),
     )
+
+
+def table_price(config: ClientConfig, client: LLMClient) -> Price | None:
+    """``client``'s price from the price table in force, or None. The shipped table prices only
+    the provider's own API (no ``base_url``, or OpenAI's): a proxy or a local server with the
+    same model name may bill otherwise. A user's table (``price_table`` or
+    ``$RAG_JUDGE_PRICES``) prices any client."""
+    user = config.price_table or os.environ.get(PRICES_ENV)
+    official = client.base_url is None or "api.openai.com" in client.base_url
+    if not official and not user:
+        return None
+    try:
+        return price_for(client.provider, client.model, table=config.price_table)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), loc=("price_table",)) from None

@@ -112,6 +112,8 @@ class Completion:
     # it and the request was resent without; None when none was asked for).
     finish_reason: str | None = None
     structured_output: bool | None = None
+    # Of ``prompt_tokens``, those the provider served from its prompt cache (it prices them lower).
+    cached_prompt_tokens: int = 0
 
     @property
     def text(self) -> str:

@@ -34,8 +34,10 @@ from rag_judge.llm.base import (
     LLMError,
     Usage,
 )
+from rag_judge.llm.batch import BATCH_DISCOUNT, run_batch
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.http import counted_requests
+from rag_judge.llm.prices import Price, cost
 from rag_judge.llm.ratelimit import (
     Clock,
     RateLimiter,
@@ -67,7 +69,7 @@ Result = Completion | LLMError
 class JudgeEngine:
     """Schedules ``client`` calls under one concurrency limit, optional requests- and
     tokens-per-minute limits, capped retries with backoff, an optional per-call ``timeout``
-    (seconds) and an optional cache. Prices are per 1,000 tokens.
+    (seconds) and an optional cache. Prices: per 1,000 tokens, or a ``Price`` from a table.
 
     ``cache`` is a ``SqliteCache`` or the path of its file. Ownership: a cache the engine opened
     from a path is the engine's, and ``close`` closes it; a ``SqliteCache`` passed in is the
@@ -101,6 +103,7 @@ class JudgeEngine:
         timeout: float | None = None,
         prompt_price_per_1k: float | None = None,
         completion_price_per_1k: float | None = None,
+        price: Price | None = None,
         clock: Clock = time.monotonic,
         sleep: Sleeper = asyncio.sleep,
         rng: random.Random | None = None,
@@ -123,12 +126,18 @@ class JudgeEngine:
         self.tpm = tpm
         self.max_attempts = max_attempts
         self.timeout = timeout
-        self.prices = (
-            (prompt_price_per_1k or 0.0, completion_price_per_1k or 0.0)
-            if prompt_price_per_1k is not None or completion_price_per_1k is not None
-            else None
+        # Explicit per-1k prices win over ``price`` (from a price table; see llm/prices.py).
+        explicit = prompt_price_per_1k is not None or completion_price_per_1k is not None
+        self.price = (
+            Price.per_1k(prompt_price_per_1k, completion_price_per_1k) if explicit else price
         )
-        self.usage = Usage(cost=0.0 if self.prices else None)
+        # A batch client (rag_judge.llm.batch) is billed at the Batch API's price: the price
+        # table's factor, and for the client's own per-1k prices OpenAI's, BATCH_DISCOUNT.
+        self.batch = bool(getattr(client, "batch", False))
+        self.batch_priced = self.batch
+        if self.batch and explicit and self.price is not None:
+            self.price = self.price.model_copy(update={"batch": BATCH_DISCOUNT})
+        self.usage = Usage(cost=0.0 if self.price is not None else None)
         self._clock = clock
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
@@ -160,6 +169,7 @@ class JudgeEngine:
         followers: dict[str, list[int]] = defaultdict(list)
         settled: dict[str, Result] = {}
         tasks: list[asyncio.Task[None]] = []
+        batched: list[tuple[int, str]] = []  # with a batch client: sent together at the end
 
         def follow(j: int, result: Result) -> None:
             # An identical request: the one call made for its leader serves it too.
@@ -178,6 +188,14 @@ class JudgeEngine:
             for j in followers.pop(key, ()):
                 follow(j, result)
 
+        async def settle_batch() -> None:
+            found = await run_batch(self, [(key, requests[i]) for i, key in batched])
+            for i, key in batched:
+                results[i] = settled[key] = found[key]
+                bar.update(done=1, failed=isinstance(found[key], LLMError))
+                for j in followers.pop(key, ()):
+                    follow(j, found[key])
+
         try:
             for start in range(0, len(requests), _CHUNK):
                 chunk = range(start, min(start + _CHUNK, len(requests)))
@@ -192,10 +210,15 @@ class JudgeEngine:
                         follow(i, settled[key])
                     elif key in started:
                         followers[key].append(i)
+                    elif self.batch:
+                        started.add(key)
+                        batched.append((i, key))
                     else:
                         started.add(key)
                         tasks.append(asyncio.ensure_future(settle(i, key)))
                 await asyncio.sleep(0)  # let this chunk's calls go out
+            if batched:
+                tasks.append(asyncio.ensure_future(settle_batch()))
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -234,15 +257,16 @@ class JudgeEngine:
         todo = {k: r for k, r in zip(keys, requests) if k not in cached}
         prompt = sum(count_prompt_tokens(r.messages) for r in todo.values())
         completion_max = sum(r.max_tokens * r.n for r in todo.values())
-        cost = None
-        if self.prices is not None:
-            cost = (prompt * self.prices[0] + completion_max * self.prices[1]) / 1000.0
+        bound = None
+        if self.price is not None:
+            tokens = {"prompt_tokens": prompt, "completion_tokens": completion_max}
+            bound = cost(tokens, self.price, batch=self.batch_priced)
         return {
             "requests": len(todo),
             "cache_hits": len(requests) - len(todo),
             "prompt_tokens_estimate": prompt,
             "completion_tokens_max": completion_max,
-            "cost_estimate": cost,
+            "cost_estimate": bound,
         }
 
     # ---- closing -------------------------------------------------------------------------
@@ -383,11 +407,9 @@ class JudgeEngine:
     def _account(self, completion: Completion) -> None:
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
-        if self.prices is not None:
-            self.usage.cost = (
-                self.usage.prompt_tokens * self.prices[0]
-                + self.usage.completion_tokens * self.prices[1]
-            ) / 1000.0
+        self.usage.cached_prompt_tokens += completion.cached_prompt_tokens
+        if self.price is not None:
+            self.usage.cost = cost(self.usage, self.price, batch=self.batch_priced)
 
 
 def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:

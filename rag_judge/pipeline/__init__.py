@@ -12,6 +12,7 @@ from typing import Literal, overload
 
 from rag_judge import _progress as progress_
 from rag_judge._version import __version__
+from rag_judge.analysis.segments import summarize_segments
 from rag_judge.config import (
     ExperimentConfig,
     check_metric_names,
@@ -26,7 +27,7 @@ from rag_judge.data.target import resolve_target
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult, EvaluatorRun
 from rag_judge.pipeline import _ray
-from rag_judge.pipeline.collect import Collected, Step
+from rag_judge.pipeline.collect import Collected, Step, priced_steps
 from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
 from rag_judge.pipeline.converse import Driver
@@ -186,7 +187,8 @@ class Pipeline:
         try:
             if cfg.target is not None:
                 with progress_.step("target"):
-                    source = self._call_target(source, collected.step({"latency_s": LATENCY}))
+                    target = collected.step({"latency_s": LATENCY}, "target")
+                    source = self._call_target(source, target)
                 steps["target"] = ["latency_s"]
             evaluators = cfg.evaluators
             # With executor: ray, every shard of every shardable evaluator is submitted now and
@@ -200,16 +202,16 @@ class Pipeline:
             for i, run in enumerate(runs):
                 info = {m: run.evaluator.metric_info(m) for m in run.metric_names()}
                 per_sample = run.evaluator.per == "conversation"
-                made.append(collected.step(info) if per_sample else None)
-                steps[f"evaluators[{i}] ({run.evaluator.type})"] = list(
-                    info if per_sample else unit_infos(run.evaluator, info)
-                )
+                label = f"evaluators[{i}] ({run.evaluator.type})"
+                made.append(collected.step(info, label) if per_sample else None)
+                steps[label] = list(info if per_sample else unit_infos(run.evaluator, info))
             for i in sorted(range(len(evaluators)), key=lambda i: bool(evaluators[i].reads())):
                 run, step = runs[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
                     if step is None:
                         spool = RowWriter(folder / f"units{i}.jsonl")
                         units[i] = run_per_unit(run, source.chunks(cfg.chunk_size), spool)
+                        units[i].step.name = f"evaluators[{i}] ({run.evaluator.type})"
                     elif i in pending:
                         step.add(pending[i].gather())
                     else:
@@ -282,14 +284,21 @@ class Pipeline:
             samples = collected.to_file(results, collected.folder / SAMPLES_FILE)
         else:
             samples = list(results)
-        return Report(
+        report = Report(
             summary=summary,
             confidence=boot.confidence,
             samples=samples,
             signatures=signatures,
             usage=usage,
+            usage_by_evaluator=priced_steps([*collected.steps, *(u.step for u in units)]),
             config=cfg.model_dump(mode="json"),
         )
+        if cfg.group_by:  # per segment: n, mean and CI of every per-sample metric
+            report.segments = summarize_segments(
+                report, cfg.group_by, min_n=cfg.min_segment_n, resamples=boot.resamples,
+                confidence=boot.confidence, seed=cfg.seed,
+            )  # fmt: skip
+        return report
 
     def _call_target(self, source: SampleSource, step: Step) -> SampleSource:
         """Answer every question with the configured target, a chunk at a time; its latency is

@@ -34,7 +34,7 @@ from rag_judge.report.model import (
 )
 from rag_judge.report.samples import Column
 
-__all__ = ["Collected", "Step", "read_detail"]
+__all__ = ["Collected", "Step", "priced_steps", "read_detail"]
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Step:
     # conditioned step reads to tell a missing answer from a failed grounding call
     missing: dict[str, set[int]] = field(default_factory=dict)
     n: int = 0
+    name: str = ""  # ``target`` or ``evaluators[i] (type)``: what its usage is reported under
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
 
@@ -96,6 +97,12 @@ class Step:
         return replace(stat, rows=np.concatenate(self._rows[metric]))
 
 
+def priced_steps(steps: list[Step]) -> dict[str, Usage]:
+    """Each named step's usage, for the steps whose cost is known (a step without model calls,
+    or with an unpriced client, has none); the report's cost per evaluator."""
+    return {s.name: s.usage for s in steps if s.name and s.usage.cost is not None}
+
+
 def _detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> bytes:
     if not errors and not judgments:
         return b""
@@ -122,8 +129,8 @@ class Collected:
     folder: Path
     steps: list[Step] = field(default_factory=list)
 
-    def step(self, info: dict[str, MetricInfo]) -> Step:
-        s = Step(info, RowWriter(self.folder / f"step{len(self.steps)}.jsonl"))
+    def step(self, info: dict[str, MetricInfo], name: str = "") -> Step:
+        s = Step(info, RowWriter(self.folder / f"step{len(self.steps)}.jsonl"), name=name)
         self.steps.append(s)
         return s
 

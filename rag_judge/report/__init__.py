@@ -75,7 +75,9 @@ def write_json(report: Report, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.write("{")
-        for i, key in enumerate(Report.model_fields):
+        # A field left out of the dump when empty (segments) is left out here too.
+        keys = [k for k in Report.model_fields if k == "samples" or k in head]
+        for i, key in enumerate(keys):
             f.write(",\n  " if i else "\n  ")
             if key == "samples" and in_file:
                 f.write(f'"samples_file": {json.dumps(SAMPLES_FILE)}')

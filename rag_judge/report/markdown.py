@@ -8,6 +8,7 @@ file is shown (a PR comment renders it).
 
 from __future__ import annotations
 
+from rag_judge.report.costs import cost_table
 from rag_judge.report.format import (
     Column,
     Table,
@@ -27,6 +28,7 @@ from rag_judge.report.levels import (
     unit_tables,
 )
 from rag_judge.report.model import Report
+from rag_judge.report.segments import segment_tables
 
 __all__ = ["level_sections", "render_markdown", "summary_table"]
 
@@ -45,6 +47,8 @@ def render_markdown(report: Report) -> str:
     ]
     # A report scored per turn or per step has a section per level; any other, one table.
     lines += level_sections(report, "## ") or [summary_table(report), ""]
+    for table in segment_tables(report.segments, report.confidence):  # group_by: segments.md
+        lines += [f"## {table.title}", "", markdown_table(table), ""]
     degraded = degradation_table(report)
     if degraded is not None:
         lines += [f"## {degraded.title}", "", markdown_table(degraded), ""]
@@ -67,6 +71,9 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     for table in judge_tables(report):
         lines += [f"## {table.title}", "", markdown_table(table), ""]
+    cost = cost_table(report)  # when a cost is known (docs/prices.md)
+    if cost is not None:
+        lines += [f"## {cost.title}", "", markdown_table(cost), ""]
     lines += ["## Signatures", "", "| metric | signature |", "|---|---|"]
     lines += [
         f"| {md_text(m)} | {md_code(s.render(), in_table=True)} |"

@@ -40,6 +40,7 @@ from rag_judge.report.estimates import (
 )
 from rag_judge.report.result import UNIT_PREFIXES, Degradation, Miss, SampleResult, UnitResult
 from rag_judge.report.samples import SampleFile, SampleIndex, index_of
+from rag_judge.report.segments import Segment
 from rag_judge.report.types import (
     CLAIM_VERDICTS,
     GROUNDING,
@@ -128,6 +129,12 @@ class Report(BaseModel):
     jury: dict[str, JuryAgreement] = Field(default_factory=dict)  # per jury-judged rubric
     audit: dict[str, RubricAudit] = Field(default_factory=dict)  # per judge metric
     warnings: list[ReportWarning] = Field(default_factory=list)
+    # Per value of the run's group_by keys (docs/segments.md); left out when it asked for none,
+    # so a report without segments is as before.
+    segments: list[Segment] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # What each step's model calls cost (``evaluators[i] (type)``, ``target``), for the steps
+    # whose cost is known (docs/prices.md); left out when none is, so such a report is as before.
+    usage_by_evaluator: dict[str, Usage] = Field(default_factory=dict, exclude_if=lambda v: not v)
     _index: tuple[int, int, SampleIndex] | None = PrivateAttr(default=None)
 
     def __eq__(self, other: object) -> bool:

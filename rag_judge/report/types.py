@@ -67,7 +67,10 @@ class Usage(BaseModel):
     not found, no connection made in time), so ``requests + retries - connect_errors`` is the
     number of HTTP requests the server received. ``cache_hits`` counts results served without
     a call (from the cache, or from an identical request earlier in the same run).
-    ``failures`` counts results that are errors. ``cost`` is None without prices."""
+    ``failures`` counts results that are errors. ``cached_prompt_tokens`` counts the prompt
+    tokens among ``prompt_tokens`` that the provider served from its prompt cache (priced lower;
+    left out of the dump when 0, so older reports read the same). ``cost`` is None without
+    prices."""
 
     requests: int = 0
     cache_hits: int = 0
@@ -77,10 +80,18 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    cached_prompt_tokens: int = 0
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("cached_prompt_tokens"):
+            data.pop("cached_prompt_tokens", None)
+        return data
 
     def add(self, other: dict[str, float | None]) -> Usage:
         """A new Usage with ``other``'s counts added (unknown keys are ignored)."""
-        data = self.model_dump()
+        data = {name: getattr(self, name) for name in Usage.model_fields}
         for key, value in other.items():
             if key not in data or value is None:
                 continue

@@ -43,9 +43,11 @@ class ClientConfig(BaseModel):
     registered there before the config is read). ``model``: for ``openai`` the model name
     (required); for ``local`` a folder, ``.gguf`` file or cached HF id (default: the packaged
     SmolLM2-135M, for demos only); for ``stub`` an optional name. ``timeout`` is seconds per
-    call; ``rpm``/``tpm`` are per-minute limits (None: off); prices are per 1,000 tokens.
+    call; ``rpm``/``tpm`` are per-minute limits (None: off); prices are per 1,000 tokens, and
+    without them a price table prices the model (``price_table``, see docs/prices.md).
     ``stub``/``stub_score`` pick the stub's responder; ``cache_dir`` is where the local client
-    keeps converted models.
+    keeps converted models. ``batch`` (openai only) sends uncached requests through the OpenAI
+    Batch API at its batch price (docs/batch.md).
     """
 
     # Inputs stay out of error text: a key pasted into the wrong field must not be echoed.
@@ -62,10 +64,13 @@ class ClientConfig(BaseModel):
     max_attempts: int = Field(default=4, ge=1)
     prompt_price_per_1k: float | None = Field(default=None, ge=0)
     completion_price_per_1k: float | None = Field(default=None, ge=0)
+    # a price table file (llm/prices.py); None: the default; left out of a dump when unset
+    price_table: str | None = Field(default=None, exclude_if=lambda v: v is None)
     structured_output: bool = True
     stub: Literal["lexical_support", "fixed"] = "lexical_support"
     stub_score: int = Field(default=3, ge=1, le=5)
     cache_dir: str | None = None
+    batch: bool = Field(default=False, exclude_if=lambda v: not v)  # left out when off
 
     @field_validator("provider")
     @classmethod
@@ -93,6 +98,13 @@ class ClientConfig(BaseModel):
             raise ValueError("provider 'openai' needs a model name, e.g. gpt-4o-mini")
         return value
 
+    @field_validator("batch")
+    @classmethod
+    def _batch_openai(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("provider") != "openai":
+            raise ValueError("batch: true needs provider 'openai' (the OpenAI Batch API)")
+        return value
+
 
 def _openai(config: ClientConfig) -> LLMClient:
     from rag_judge.llm.providers.openai import OpenAIClient
@@ -103,6 +115,7 @@ def _openai(config: ClientConfig) -> LLMClient:
         api_key_env=config.api_key_env,
         timeout=config.timeout,
         structured_output=config.structured_output,
+        batch=config.batch,
     )
 
 

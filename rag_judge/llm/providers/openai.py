@@ -35,7 +35,7 @@ from rag_judge.llm.http import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIClient", "key_problem"]
+__all__ = ["OpenAIClient", "cached_tokens", "key_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +136,7 @@ class OpenAIClient:
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         structured_output: bool = True,
+        batch: bool = False,
     ) -> None:
         if not model:
             raise ConfigError("the openai client needs a model name, e.g. model: gpt-4o-mini")
@@ -146,6 +147,7 @@ class OpenAIClient:
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.structured_output = structured_output
+        self.batch = batch  # the engine sends uncached requests via rag_judge.llm.batch
         # The key is not checked here: building a client calls nothing, and a dry run builds
         # one without a key. ``check_client`` checks it before a run; a call without it fails.
         try:  # imported here, outside any event loop: importing takes a second
@@ -374,6 +376,16 @@ def _explain(exc: Any, key: str) -> str:
     return text
 
 
+def cached_tokens(usage: Any) -> int:
+    """The prompt tokens a chat completion's ``usage`` says came from OpenAI's prompt cache
+    (``prompt_tokens_details.cached_tokens``); 0 when a server does not say."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return 0
+    return int(value)
+
+
 def _completion(data: Any, structured: bool | None, client: OpenAIClient) -> Completion | LLMError:
     """A chat-completion JSON body as a Completion; a body of another shape is an error."""
     try:
@@ -399,6 +411,7 @@ def _completion(data: Any, structured: bool | None, client: OpenAIClient) -> Com
             choices=choices,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_prompt_tokens=cached_tokens(usage),
             token_logprobs=token_logprobs,
             extra={"response_model": data.get("model")},
             finish_reason=None if finish is None else str(finish),

@@ -76,6 +76,7 @@ from rag_judge.report.levels import (
 )
 from rag_judge.report.model import MetricKind, MetricSummary, Report
 from rag_judge.report.result import level_of
+from rag_judge.report.segments import segment_tables
 
 __all__ = [
     "INLINE_ROWS",
@@ -183,7 +184,11 @@ def render_html(report: Report) -> str:
         summary=summary,
         levels=_levels(report, summary),
         degraded=degradation_table(report),
-        unit_tables=unit_tables(report, MAX_UNIT_ROWS),
+        # the segments (group_by) are drawn as the unit tables are: a section and a nav link each
+        unit_tables=[
+            *unit_tables(report, MAX_UNIT_ROWS),
+            *segment_tables(report.segments, report.confidence),
+        ],
         twins=[m for m in report.summary if m not in shown],
         stub_rubrics=report.stub_judged(),
         distributions=[
