@@ -14,6 +14,7 @@ from collections import abc
 from collections.abc import Mapping, Sequence
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from rag_judge.errors import ConfigError, format_loc
 
@@ -28,6 +29,8 @@ __all__ = [
     "did_you_mean",
     "friendly_message",
     "input_problems",
+    "redact_url",
+    "scrub_url",
     "unknown_key_message",
 ]
 
@@ -382,3 +385,27 @@ def _kind(kind: str, syntax: Syntax) -> str:
 
 def _pattern(ctx: Mapping[str, Any]) -> str:
     return f"a string matching the pattern {ctx.get('pattern')}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` as a report or a log may show it: its user and password, and its query's
+    values, replaced by ``***`` (an endpoint may carry a token in either)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    if parts.username is not None or parts.password is not None:
+        netloc = "***@" + netloc
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub_url(text: str, url: str) -> str:
+    """``text`` (an error message) with the secret parts of ``url`` in it replaced by
+    ``***``: its password, its user and its query's values of 4 characters or more (a
+    shorter one is no token, and replacing it would garble the rest of the text)."""
+    parts = urlsplit(url)
+    secrets = [parts.password, parts.username, *(v for _, v in parse_qsl(parts.query))]
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

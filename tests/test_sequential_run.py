@@ -142,3 +142,31 @@ def test_the_cli_prints_the_decision_and_exits_by_it(
     assert "FAIL hit_rate@3 >= 0.99: UNDECIDED by the sequence" in capsys.readouterr().out
     assert main(["run", str(config), "--chunk", "5", "--out", str(tmp_path / "c")]) == 2
     assert "--chunk go with --sequential" in capsys.readouterr().err
+
+
+def test_a_judge_without_a_cache_is_still_asked_once_per_sample_and_the_report_counts_it(
+    tmp_path: Path, server: Any
+) -> None:
+    srv, counted = server
+    config = judged_config(tmp_path, srv.base_url, "{faithfulness_norm: '>= 0.5'}")
+    data = config.model_dump(mode="json")
+    data["evaluators"][1]["cache"] = None  # as configs/demo.yaml keeps none
+    uncached = ExperimentConfig.model_validate(data)
+    run = run_sequential(uncached, chunk=5)
+    assert 0 < run.judged < run.total
+    # The final report's run is served by a cache the run keeps for itself, so nothing is
+    # asked twice; the report says what the chunks spent.
+    assert counted["n"] == run.judged * 2 == run.calls_made
+    assert run.result.report.usage.requests == run.judged * 2
+    assert not (tmp_path / "judge.sqlite").exists()
+
+
+def test_the_batch_api_is_refused_with_sequential(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: t\ndataset: {DEMO}\ngates: {{faithfulness_norm: '>= 0.5'}}\n"
+        "evaluators:\n  - type: judge\n    rubrics: [faithfulness]\n"
+        "    client: {provider: openai, model: m, batch: true}\n"
+    )
+    with pytest.raises(ConfigError, match="batch: true"):
+        run_sequential(load_config(path), chunk=5)

@@ -14,7 +14,7 @@ from rag_judge.cli._exits import EXIT_JUDGE_FAILED
 from rag_judge.report.format import Column, Table, num, text_table
 from rag_judge.synth.estimate import estimate
 from rag_judge.synth.generate import manifest, synthesise, write_dataset, write_manifest
-from rag_judge.synth.settings import SynthConfig, load_synth_config
+from rag_judge.synth.settings import SynthConfig, load_synth_config, synth_config
 
 __all__ = ["add_parser", "run_synth"]
 
@@ -47,7 +47,7 @@ def run_synth(args: argparse.Namespace) -> int:
     if args.config is not None:
         config = load_synth_config(args.config, **overrides)
     else:
-        config = SynthConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
+        config = synth_config({}, overrides)
     if args.dry_run:
         print(_estimate_table(args.corpus, config))
         return 0

@@ -13,6 +13,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -20,6 +21,7 @@ from pydantic import (
 from rag_judge.config._conversation import ConversationConfig
 from rag_judge.evaluators import Evaluator, validate_evaluators
 from rag_judge.evaluators.retrieval import RetrievalEvaluator, settle_retrieval
+from rag_judge.messages import redact_url
 from rag_judge.report.result import UNIT_PREFIXES
 from rag_judge.report.segments import check_group_by, parse_segment_gate
 from rag_judge.report.thresholds import parse_threshold
@@ -91,6 +93,11 @@ class OtelConfig(BaseModel):
     endpoint: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, exclude=True)
     timeout: float = Field(default=10.0, gt=0)
+
+    @field_serializer("endpoint")
+    def _shown(self, url: str | None) -> str | None:
+        # report.json records where events went, never a token in the URL.
+        return redact_url(url) if url is not None else None
 
     @field_validator("endpoint")
     @classmethod

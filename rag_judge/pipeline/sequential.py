@@ -18,17 +18,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rag_judge.analysis.gates import DROP_SLACK, GateCheck, GateResult
 from rag_judge.config import ExperimentConfig
+from rag_judge.config._walk import replaced
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
+from rag_judge.judge.settings import Judge
+from rag_judge.llm.providers import ClientConfig
 from rag_judge.pipeline import Pipeline, RunResult
-from rag_judge.report.model import Direction, MetricInfo, Report
+from rag_judge.report.model import Direction, MetricInfo, Report, Usage
 from rag_judge.report.thresholds import meets, parse_threshold
 from rag_judge.stats.sequential import Decision, confidence_sequence, decide
 
@@ -132,6 +138,25 @@ def run_sequential(
     (each ``metric: "OP bound"`` on a bounded per-sample mean), and with a ``baseline`` a
     paired drop gate per metric of ``metrics`` (default: the gated metrics): mean(new - base)
     >= -max_drop, in the metric's direction."""
+    _no_batch(config)
+    with tempfile.TemporaryDirectory(prefix="rag-judge-sequential-") as folder:
+        return _sequential(
+            _cached(config, Path(folder)), dataset, chunk, alpha, seed, extra_gates, baseline,
+            max_drop, metrics,
+        )  # fmt: skip
+
+
+def _sequential(
+    config: ExperimentConfig,
+    dataset: Sequence[Sample] | None,
+    chunk: int | None,
+    alpha: float,
+    seed: int | None,
+    extra_gates: Mapping[str, str | float] | None,
+    baseline: Report | None,
+    max_drop: float,
+    metrics: Sequence[str] | None,
+) -> SequentialRun:
     pipe = Pipeline(config)
     samples = list(pipe.load_dataset() if dataset is None else dataset)
     total = len(samples)
@@ -148,11 +173,16 @@ def run_sequential(
     looks: list[int] = []
     gates: list[SequentialGate] = []
     judged = made = 0
+    spent = Usage()  # what the chunks cost: the final report's run is all cache hits
+    by_step: dict[str, Usage] = {}
     while judged < total:
         part = [samples[int(i)] for i in order[judged : judged + size]]
         with _quiet():  # a chunk's warnings (labels not in it, few samples) are not the run's
             report = pipe.run(part).report
         made += report.usage.requests
+        spent += report.usage
+        for step, used in report.usage_by_evaluator.items():
+            by_step[step] = by_step.get(step, Usage()) + used
         _check_means(report, specs)
         judged += len(part)
         looks.append(judged)
@@ -167,8 +197,43 @@ def run_sequential(
         gates = [_final(g, s, values[s.name]) for g, s in zip(gates, specs, strict=True)]
     usage = result.report.usage
     saved = round((usage.requests + usage.cache_hits) / judged * (total - judged))
-    made += result.report.usage.requests  # none where the judge has a cache
+    made += result.report.usage.requests  # none: every judge has a cache for the run
+    # The report says what the run spent: the chunks' calls, not the final run's cache hits.
+    result.report.usage = spent
+    if by_step:
+        result.report.usage_by_evaluator = by_step
     return SequentialRun(result, judged, total, gates, saved, looks, made)
+
+
+def _cached(config: ExperimentConfig, folder: Path) -> ExperimentConfig:
+    """``config`` with a cache in ``folder`` for every judge that keeps none, so that the
+    final report's run asks nothing the chunks asked (one request per sample judged)."""
+
+    def cache(value: Any) -> Any:
+        if isinstance(value, Judge) and value.cache is None:
+            return value.model_copy(update={"cache": folder / "judge.sqlite"})
+        return value
+
+    found: ExperimentConfig = replaced(config, cache)
+    return found
+
+
+def _no_batch(config: ExperimentConfig) -> None:
+    """The Batch API answers a chunk only when its whole batch is done: a sequential run
+    would wait on one batch per chunk, one after another."""
+    clients: list[ClientConfig] = []
+
+    def seen(value: Any) -> Any:
+        if isinstance(value, ClientConfig) and value.batch:
+            clients.append(value)
+        return value
+
+    replaced(config, seen)
+    if clients:
+        raise ConfigError(
+            "--sequential: a client has batch: true; the Batch API answers a chunk only when "
+            "its batch is done, so judge sequentially without it (or run the batch in full)"
+        )
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from rag_judge._version import __version__
+from rag_judge.messages import redact_url, scrub_url
 from rag_judge.report.model import (
     Failure,
     FailureKind,
@@ -202,11 +203,11 @@ def export_results(
         provider.shutdown()  # exports what is left
     statuses = [
         ExportStatus(
-            destination=p.destination,
+            destination=_shown(p.destination, endpoint),
             events=events,
             exported=p.exported,
             linked=linked,
-            error=p.reason(reasons),
+            error=_scrubbed(p.reason(reasons), endpoint),
         )
         for p in processors
     ]
@@ -235,11 +236,13 @@ def export_run(
             report, file=file, endpoint=endpoint, headers=headers, timeout=timeout
         )
     except Exception as exc:  # the extra is missing, or worse: the report stands, and says so
-        log.warning("otel: %s", exc, exc_info=not isinstance(exc, ImportError))
+        # The message only, scrubbed: a traceback could quote the endpoint's token.
+        log.warning("otel: %s", _scrubbed(str(exc), endpoint))
         events = sum(1 for _ in evaluations(report))
         places = [str(file)] if file is not None else []
-        places += [logs_url(endpoint)] if endpoint is not None else []
-        statuses = [ExportStatus(p, events, 0, 0, str(exc)) for p in places]
+        places += [redact_url(logs_url(endpoint))] if endpoint is not None else []
+        error = _scrubbed(str(exc), endpoint)
+        statuses = [ExportStatus(p, events, 0, 0, error) for p in places]
     failed = [s for s in statuses if not s.ok]
     for status in failed:
         report.warnings.append(
@@ -256,6 +259,18 @@ def export_run(
 
         write_report(report, out_dir)
     return statuses
+
+
+def _shown(destination: str, endpoint: str | None) -> str:
+    """A destination as a report shows it: the endpoint's URL without its secrets."""
+    if endpoint is not None and destination == logs_url(endpoint):
+        return redact_url(destination)
+    return destination
+
+
+def _scrubbed(error: str | None, endpoint: str | None) -> str | None:
+    """An error message with the secret parts of the endpoint's URL hidden."""
+    return scrub_url(error, endpoint) if error is not None and endpoint is not None else error
 
 
 def logs_url(endpoint: str) -> str:

@@ -186,6 +186,12 @@ def _filter(items: list[Item], books: dict[int, Any], config: SynthConfig) -> No
         first = item.turns[0]
         if item.planned.kind == "unanswerable":
             graded = [g for g in first.grades if g is not None]
+            if not graded:  # no grade came: nothing shows the corpus leaves it unanswered
+                detail = "no chunk of its pool was graded"
+                item.verdicts.append(
+                    FilterVerdict(name="unanswerable", passed=False, detail=detail)
+                )
+                continue
             item.verdicts.append(unanswerable_holds(graded, f.unanswerable_grade - 1))
             continue
         for turn in item.turns:

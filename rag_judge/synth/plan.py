@@ -59,7 +59,11 @@ def plan_items(
         first = draw.next()
         seeds = [first]
         if SEEDS[kind] > 1:
-            seeds.append(_partner(kind, first, chunks, pool, draw))
+            partner = _partner(kind, first, chunks, pool, draw)
+            if partner == first:  # a one-chunk corpus: a two-chunk question cannot be asked
+                kind = "factual"
+            else:
+                seeds.append(partner)
         out.append(Planned(index, kind, tuple(seeds), seed * _SEED_STRIDE + index))
     return out
 

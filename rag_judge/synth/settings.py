@@ -26,7 +26,7 @@ from rag_judge.messages import friendly_message
 from rag_judge.synth.asks import KINDS, Kind
 from rag_judge.synth.corpus import Chunking
 
-__all__ = ["FilterSettings", "SynthConfig", "load_synth_config"]
+__all__ = ["FilterSettings", "SynthConfig", "load_synth_config", "synth_config"]
 
 # The share of each kind when a config names none: mostly single-chunk facts, and enough of
 # every other kind to measure it.
@@ -106,7 +106,18 @@ def load_synth_config(path: str | Path, **overrides: Any) -> SynthConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a synth config is a YAML mapping of keys to values")
     local_cache(data, path.parent)
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    return synth_config(data, overrides, path, root)
+
+
+def synth_config(
+    data: dict[str, Any],
+    overrides: dict[str, Any],
+    path: Path | None = None,
+    root: Any = None,
+) -> SynthConfig:
+    """``data`` with ``overrides`` (the command line's) on top, validated; a problem is a
+    ConfigError naming ``path:line: key`` (``--key`` for an override without a file)."""
+    data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
     try:
         return SynthConfig.model_validate(data)
     except ValidationError as exc:
@@ -114,6 +125,10 @@ def load_synth_config(path: str | Path, **overrides: Any) -> SynthConfig:
         for err in exc.errors(include_url=False):
             loc = tuple(err["loc"])
             line = line_of(root, loc, at_key=err["type"] == "extra_forbidden")
+            if path is None:
+                key = str(loc[0]).replace("_", "-") if loc else ""
+                problems.append(f"--{key}: {friendly_message(err)}")
+                continue
             at = f"{path}:{line}" if line else str(path)
             problems.append(f"{at}: {format_loc(loc)}: {friendly_message(err)}")
         raise ConfigError("\n".join(problems)) from None

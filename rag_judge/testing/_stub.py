@@ -8,7 +8,7 @@ imports the config models only when it runs, so the plugin costs nothing at coll
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ def with_stub_judges(config: ExperimentConfig) -> ExperimentConfig:
     caches are turned off, so a test writes no cache file. A config whose clients are all on
     the stub is returned as it is (and shares its cached run)."""
     from rag_judge.config import ConversationConfig
+    from rag_judge.config._walk import replaced
     from rag_judge.judge.settings import Judge
     from rag_judge.llm.providers import ClientConfig
 
@@ -55,33 +56,8 @@ def with_stub_judges(config: ExperimentConfig) -> ExperimentConfig:
             return value.model_copy(update={"cache": None})
         return value
 
-    moved: ExperimentConfig = _replaced(config, stub)  # a model is rebuilt as its own class
+    moved: ExperimentConfig = replaced(config, stub)  # a model is rebuilt as its own class
     if moved is config:
         return config
-    result: ExperimentConfig = _replaced(moved, uncached)
+    result: ExperimentConfig = replaced(moved, uncached)
     return result
-
-
-def _replaced(value: Any, change: Callable[[Any], Any]) -> Any:
-    """``value`` with ``change`` applied to it, else to each part of it (the fields of a
-    model, the items of a list or tuple); the same object when nothing changed."""
-    from pydantic import BaseModel
-
-    new = change(value)
-    if new is not value:
-        return new
-    if isinstance(value, tuple | list):
-        items = [_replaced(v, change) for v in value]
-        if all(a is b for a, b in zip(items, value)):
-            return value
-        return type(value)(items)
-    if not isinstance(value, BaseModel):
-        return value
-    updates = {}
-    for name in type(value).model_fields:
-        old = getattr(value, name)
-        part = _replaced(old, change)
-        if part is not old:
-            updates[name] = part
-    # No validation again: the copy differs only in clients and caches, each valid alone.
-    return value.model_copy(update=updates) if updates else value

@@ -359,3 +359,25 @@ def _no_otel_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ):
         monkeypatch.delenv(name, raising=False)  # fmt: skip
     yield
+
+
+def test_a_token_in_the_endpoint_url_reaches_no_report_or_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rag_judge.messages import redact_url
+
+    url = "http://user:SECRETPASS@127.0.0.1:1/v1/logs?api_key=SECRETQUERY"
+    assert redact_url(url) == "http://***@127.0.0.1:1/v1/logs?api_key=***"
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"name: t\ndataset: {REPO / 'configs' / 'data' / 'demo.jsonl'}\n"
+        "evaluators: [{type: retrieval, metrics: [mrr]}]\n"
+        f"otel: {{endpoint: '{url}', timeout: 1}}\n"
+    )
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING"):
+        assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
+    written = "".join(p.read_text() for p in out.iterdir() if p.is_file())
+    assert "otel_export" in written  # the dead endpoint is reported ...
+    for secret in ("SECRETPASS", "SECRETQUERY"):  # ... without its token
+        assert secret not in written and secret not in caplog.text

@@ -232,3 +232,22 @@ def test_the_demo_evaluates_a_system_on_the_graded_pool() -> None:
     assert s["judged@5"].mean == pytest.approx(0.9143, abs=1e-4)  # the pool covers the top 5
     # The paragraphs the system retrieves are not the chunks synth graded: span labels.
     assert "overlap>=1c" in report.signatures["ndcg@5"].render()
+
+
+def test_a_bad_override_without_a_config_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "d.jsonl"
+    assert main(["synth", str(CORPUS), "--out", str(out), "--questions", "0"]) == 2
+    assert "--questions: Input should be greater than or equal to 1" in capsys.readouterr().err
+
+
+def test_a_one_chunk_corpus_asks_only_one_chunk_questions(tmp_path: Path) -> None:
+    from rag_judge.synth.generate import synthesise
+
+    corpus = tmp_path / "one.md"
+    corpus.write_text("The Team plan costs 12 dollars per user per month in 2026.")
+    config = SynthConfig(questions=4, cache=None, kinds={"multi_hop": 1, "comparison": 1})
+    run = synthesise(corpus, config)
+    assert {item.planned.kind for item in run.items} == {"factual"}
+    assert all(len(item.planned.seeds) == 1 for item in run.items)
