@@ -25,6 +25,7 @@ from rag_judge.llm.providers.stub_synth import synth_stub
 from rag_judge.synth.plan import kind_counts
 from rag_judge.synth.settings import SynthConfig, load_synth_config
 from tests import REPO
+from tests.cli.test_interrupt import cached_rows, wait_for
 from tests.fake_openai_server import FakeOpenAIServer, Reply, chat, hang
 
 CORPUS = REPO / "configs" / "data" / "corpus"
@@ -185,6 +186,9 @@ def test_a_killed_run_resumes_without_asking_a_finished_call_again(
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             assert halfway.wait(120), "the run never reached its 60th call"
+            # Replies reach the cache through a background writer: kill once the 60 answered
+            # calls are in it, as a finished call is (what a kill can lose is a reply in flight).
+            wait_for(lambda: cached_rows(cache) >= stop_after, "the answered calls in the cache")
             proc.send_signal(signal.SIGKILL)  # no clean-up: a killed process
             proc.wait(30)
         finally:
