@@ -17,7 +17,7 @@ import yaml
 from rag_judge.analysis.comment import render_comment
 from rag_judge.analysis.compare import CompareOptions, compare_all
 from rag_judge.analysis.gates import RegressionRule, check_gates
-from rag_judge.cli.compare import _positive_int
+from rag_judge.cli._args import positive_int
 from rag_judge.cli.gate import thresholds_from_cli
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
@@ -69,14 +69,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     p.add_argument(
         "--top",
-        type=_positive_int,
+        type=positive_int,
         default=3,
         metavar="N",
         help="regressed samples per metric (default 3)",
     )
-    p.add_argument("--resamples", type=_positive_int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples")
     p.add_argument(
-        "--permutations", type=_positive_int, default=10_000,
+        "--permutations", type=positive_int, default=10_000,
         help="random sign flips when n > 16 (smaller n is enumerated exactly)",
     )  # fmt: skip
     p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")

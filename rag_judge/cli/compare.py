@@ -14,6 +14,7 @@ from rag_judge.analysis.compare import (
     comparison_table,
     footer,
 )
+from rag_judge.cli._args import positive_int
 from rag_judge.cli._compare_segments import compare_by_segment
 from rag_judge.cli.segments import add_group_by
 from rag_judge.report.format import markdown_table, md_code, text_table
@@ -21,16 +22,6 @@ from rag_judge.report.result import LEVELS
 from rag_judge.stats import CORRECTIONS
 
 __all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
-    return value
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,10 +50,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="multiple-comparison correction across all metrics and runs",
     )
     p.add_argument("--format", choices=["table", "md", "json"], default="table")
-    p.add_argument("--resamples", type=_positive_int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples")
     p.add_argument(
         "--permutations",
-        type=_positive_int,
+        type=positive_int,
         default=10_000,
         help="random sign flips when n > 16 (smaller n is enumerated exactly)",
     )

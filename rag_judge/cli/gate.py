@@ -8,7 +8,7 @@ from pathlib import Path
 from rag_judge.analysis.compare import CompareOptions
 from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.analysis.junit import JUnitSuite, write_junit
-from rag_judge.cli.compare import _positive_int
+from rag_judge.cli._args import positive_int
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
 from rag_judge.report.result import LEVELS
@@ -61,7 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "declares its direction: docs/metric-direction.md)",
     )  # fmt: skip
     gate.add_argument(
-        "--resamples", type=_positive_int, default=CompareOptions.resamples,
+        "--resamples", type=positive_int, default=CompareOptions.resamples,
         help=f"bootstrap resamples of --significant-only (default {CompareOptions.resamples}, "
         "as compare)",
     )  # fmt: skip

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from rag_judge.cli._args import positive_int
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
 from rag_judge.report.segments import check_group_by, key_name, parse_segment_gate
 
 __all__ = ["add_group_by", "checked_keys", "group_by_overrides", "segment_problem"]
-
-
-def _min_n(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
-    return value
 
 
 def add_group_by(parser: argparse.ArgumentParser, what: str) -> None:
@@ -31,7 +22,7 @@ def add_group_by(parser: argparse.ArgumentParser, what: str) -> None:
         f"metadata at KEY (e.g. metadata.topic); repeatable, each key apart; {what}",
     )  # fmt: skip
     parser.add_argument(
-        "--min-segment-n", type=_min_n, metavar="N", dest="min_segment_n",
+        "--min-segment-n", type=positive_int, metavar="N", dest="min_segment_n",
         help="a segment with fewer values gets no CI, no test and fails its gates (default 10)",
     )  # fmt: skip
 
