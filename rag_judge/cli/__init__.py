@@ -1,7 +1,7 @@
 """Command line: every subcommand is one module of this package with an ``add_parser`` that
 registers it and a handler it sets as ``handler`` (``rag-judge run``, ``retrieval``,
 ``compare``, ``gate``, ``calibrate``, ``pairwise``, ``audit``, ``synth``, ``ingest``,
-``comment``, ``plan``).
+``comment``, ``plan``, ``bridge``, ``label-plan``).
 
 Progress goes to stderr while a command runs (a live line on a terminal, one line per step
 otherwise, nothing with ``--quiet``). Ctrl-C stops a command at once: calls in flight are
@@ -46,6 +46,8 @@ COMMANDS = (
     "ingest",
     "comment",
     "plan",
+    "bridge",
+    "label-plan",
 )
 
 
@@ -58,10 +60,15 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         if only in (None, command):
-            importlib.import_module(f"rag_judge.cli.{command}").add_parser(sub)
+            importlib.import_module(f"rag_judge.cli.{_module(command)}").add_parser(sub)
         else:  # never parsed: the command line names another one
             sub.add_parser(command)
     return parser
+
+
+def _module(command: str) -> str:
+    """The module of a command: ``label-plan`` lives in ``label_plan``."""
+    return command.replace("-", "_")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
