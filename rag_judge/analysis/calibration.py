@@ -280,7 +280,8 @@ def _parse_row(row: dict[str, Any], *, text: bool = False) -> tuple[str, dict[st
         raise DataError(f"field 'id': expected a non-empty string, got {sid!r}")
     out = {}
     for key, value in row.items():
-        if key == "id" or value is None or (text and value == ""):
+        # "relevance" holds chunk grades (analysis/relevance_labels.py), not a rubric label.
+        if key in ("id", "relevance") or value is None or (text and value == ""):
             continue
         out[key] = _label(key, value, text=text)
     return sid, out

@@ -21,6 +21,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.analysis.bridge import Bridge
+from rag_judge.analysis.judge_change import bridged_diff, check_judge_change
 from rag_judge.analysis.paired import cluster_sums, paired
 from rag_judge.analysis.ppi import ppi_difference
 from rag_judge.data.sample import duplicate_id
@@ -98,6 +100,7 @@ class MetricComparison:
     ppi_ci_high: float | None = None
     ppi_n_labelled: int | None = None
     direction: Direction = Direction.HIGHER  # which way the metric improves (NEW's summary)
+    bridged: str | None = None  # BASE translated to NEW's judge through a bridge: how
 
     def change(self) -> Literal["better", "worse", "same"] | None:
         """The sign of ``diff`` read in the metric's direction: a rise of a latency is
@@ -136,10 +139,18 @@ class CompareResult:
         """The JSON shape of ``rag-judge compare --format json`` and comparison.json."""
         return {
             "base": self.base,
-            "comparisons": [asdict(c) for c in self.comparisons],
+            "comparisons": [_without_unbridged(asdict(c)) for c in self.comparisons],
             **asdict(self.options),
             "correction": self.correction,
         }
+
+
+def _without_unbridged(data: dict[str, Any]) -> dict[str, Any]:
+    # ``bridged`` only where it applies: the JSON of a comparison without a bridge is unchanged
+    for mc in data["metrics"].values():
+        if mc["bridged"] is None:
+            del mc["bridged"]
+    return data
 
 
 def compare_pairs(
@@ -191,9 +202,13 @@ def compare_reports(
     base_label: str = "BASE",
     new_label: str = "NEW",
     level: Level | None = None,
+    allow_judge_change: bool = False,
+    bridge: Bridge | None = None,
 ) -> Comparison:
     """Compare ``new`` with ``base`` on the shared metrics (or ``metrics``), paired by id;
-    only those of ``level`` (``turn``: the ``turn.X`` metrics) when it is given."""
+    only those of ``level`` (``turn``: the ``turn.X`` metrics) when it is given. A judge
+    metric whose judge changed is a JudgeChangeError, unless ``bridge`` covers it (then BASE
+    is translated to NEW's judge) or ``allow_judge_change`` (then it is flagged)."""
     options = options or CompareOptions()
     base_ids, new_ids = _ids(base, base_label), _ids(new, new_label)
     base_names, new_names = list(base.summary), list(new.summary)
@@ -218,6 +233,10 @@ def compare_reports(
     )
     if level is not None:
         shared = [m for m in shared if level_of(m) == level]
+    bridged = check_judge_change(
+        base, new, shared, allow=allow_judge_change, bridge=bridge,
+        base_label=base_label, new_label=new_label,
+    )  # fmt: skip
     for m in shared:
         found = paired(base, new, m)
         aggregates = {base.summary[m].aggregate, new.summary[m].aggregate}
@@ -235,6 +254,9 @@ def compare_reports(
             ppi_n_labelled=None if ppi is None else ppi.n_labelled,
             direction=new.summary[m].direction,
         )
+        if bridge is not None and m in bridged and len(found.base):
+            b = bridged_diff(bridge, m, found.base, found.new, options.confidence)
+            out.metrics[m] = replace(out.metrics[m], **b.fields())
     return out
 
 
@@ -262,8 +284,11 @@ def compare_all(
     correction: str = "none",
     base_label: str = "BASE",
     level: Level | None = None,
+    allow_judge_change: bool = False,
+    bridge: Bridge | None = None,
 ) -> CompareResult:
-    """Each labelled NEW against ``base``, every p-value corrected as one family."""
+    """Each labelled NEW against ``base``, every p-value corrected as one family (a judge
+    change: as :func:`compare_reports`)."""
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; valid: {', '.join(CORRECTIONS)}")
     options = options or CompareOptions()
@@ -276,6 +301,8 @@ def compare_all(
             base_label=base_label,
             new_label=label,
             level=level,
+            allow_judge_change=allow_judge_change,
+            bridge=bridge,
         )
         for label, new in news
     ]
@@ -291,6 +318,8 @@ def compare_runs(
     metrics: list[str] | None = None,
     correction: str = "none",
     level: Level | None = None,
+    allow_judge_change: bool = False,
+    bridge: Bridge | None = None,
 ) -> CompareResult:
     """:func:`compare_all` over report.json files (or run folders), labelled by their paths."""
     if correction not in CORRECTIONS:  # before reading anything
@@ -304,6 +333,8 @@ def compare_runs(
         correction=correction,
         base_label=str(base),
         level=level,
+        allow_judge_change=allow_judge_change,
+        bridge=bridge,
     )
 
 
@@ -325,7 +356,7 @@ def comparison_table(result: CompareResult, comp: Comparison) -> Table:
     columns += [Column("PPI diff"), Column(f"PPI {ci}"), Column("labelled")] if ppi else []
     rows = []
     for name, mc in comp.metrics.items():
-        flag = "*" if mc.corpus or mc.signature_differs else ""
+        flag = "*" if mc.corpus or mc.signature_differs or mc.bridged else ""
         row = [name + flag, str(mc.n), num(mc.base_mean), num(mc.new_mean)]
         row += [num(mc.diff, "+.4f"), mc.change() or MISSING]
         row += [interval(mc.ci_low, mc.ci_high, "+.4f"), p_value(mc.p_value)]
@@ -361,7 +392,9 @@ def _notes(comp: Comparison) -> list[str]:
                 f"{name}*: the report's aggregate is {mc.corpus}; base/new/diff and the "
                 "paired tests use the per-sample (sentence-level) values"
             )
-        if mc.signature_differs:
+        if mc.bridged:
+            notes.append(f"{name}*: base bridged to the new judge's scale ({mc.bridged})")
+        elif mc.signature_differs:
             notes.append(f"{name}*: the two reports computed it with different options")
     if comp.metrics_only_in_base:
         notes.append(f"metrics only in base: {', '.join(comp.metrics_only_in_base)}")

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_judge.analysis._gate_names import BOUNDS, PPI_FORMS, check_gate_names, unknown_gate
+from rag_judge.analysis.bridge import Bridge
 from rag_judge.analysis.compare import CompareOptions, compare_pairs
+from rag_judge.analysis.judge_change import bridged_diff, check_judge_change
 from rag_judge.analysis.paired import paired as pairs_of
 from rag_judge.analysis.ppi import has_labels, ppi_estimate
 from rag_judge.analysis.segments import parse_segment_gate, resolve_segment_gate
@@ -110,6 +112,11 @@ class RegressionRule:
     paired-bootstrap ``confidence`` interval of mean(new − base) lies entirely on the worse side
     of 0. It is ``compare``'s bootstrap (:func:`compare_pairs`), with ``compare``'s default
     resamples, so the same seed gives ``compare``'s interval.
+
+    A judge metric whose judge changed between the two reports is refused (a JudgeChangeError,
+    as in ``compare``) unless ``bridge`` covers it (the baseline's mean is then its bridged
+    mean on the new judge's scale, and ``significant_only`` reads the bridged interval) or
+    ``allow_judge_change``.
     """
 
     baseline: Report
@@ -121,6 +128,8 @@ class RegressionRule:
     seed: int = 0
     resamples: int = CompareOptions.resamples
     confidence: float = CompareOptions.confidence
+    allow_judge_change: bool = False
+    bridge: Bridge | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.max_drop) and self.max_drop >= 0):
@@ -170,10 +179,16 @@ def check_gates(
 ) -> GateResult:
     """Check ``thresholds`` on ``report`` and, if given, the ``regression`` rule."""
     parsed = {m: parse_threshold(e, metric=m) for m, e in thresholds.items()}  # fail fast
-    check_gate_names(parsed, report.summary, judge=report.judge_rubrics())
+    check_gate_names(parsed, report.summary, judge=[*report.judge_rubrics(), *report.estimates])
     checks = [_threshold(report, m, op, bound) for m, (op, bound) in parsed.items()]
     if regression is not None:
-        checks += [_regression(report, regression, name) for name in regression.names(report)]
+        names = regression.names(report)
+        shared = [m for m in names if m in report.summary and m in regression.baseline.summary]
+        bridged = check_judge_change(
+            regression.baseline, report, shared, allow=regression.allow_judge_change,
+            bridge=regression.bridge, base_label="baseline", new_label="report",
+        )  # fmt: skip
+        checks += [_regression(report, regression, name, name in bridged) for name in names]
     return GateResult(checks)
 
 
@@ -231,7 +246,7 @@ def _ppi(report: Report, metric: str, part: str) -> tuple[float | None, str | No
     """A bound or the value of ``metric``'s PPI++ estimate: the report's, else one computed
     from its labels (at the report's confidence; the point and interval need no seed)."""
     rubrics = report.judge_rubrics()
-    if metric not in rubrics:
+    if metric not in rubrics and metric not in report.estimates:  # or a retrieval metric's
         return None, (
             f"{metric!r} is not a judge metric of the report, so it has no PPI estimate "
             f"(its judge metrics: {', '.join(rubrics) or 'none'})"
@@ -270,7 +285,7 @@ def _rate(numerators: list[int], totals: list[int]) -> tuple[float | None, str |
 # ---- regression against a baseline ------------------------------------------------------------
 
 
-def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
+def _regression(new: Report, rule: RegressionRule, name: str, bridged: bool) -> GateCheck:
     lower = rule.direction(new, name) is Direction.LOWER
     sign = -1.0 if lower else 1.0  # so that a positive difference is always an improvement
     b = rule.baseline.summary.get(name)
@@ -297,6 +312,11 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
         return check(None, None, False, f": no sample scored in both reports ({pairing})")
     base_mean = math.fsum(base_scores.tolist()) / paired
     new_mean = math.fsum(new_scores.tolist()) / paired
+    through = None
+    if bridged and rule.bridge is not None:  # the baseline on the new judge's scale
+        through = bridged_diff(rule.bridge, name, base_scores, new_scores, rule.confidence)
+        base_mean = through.base_mean
+        pairing += f", baseline bridged: {through.note}"
     floor = base_mean - sign * rule.max_drop
     drop = sign * (base_mean - new_mean)
     text = f" = {new_mean:.4f} (baseline {base_mean:.4f}, {pairing}, max_drop {rule.max_drop:g}"
@@ -314,13 +334,16 @@ def _regression(new: Report, rule: RegressionRule, name: str) -> GateCheck:
             False,
             f"{text}: {worse} {drop:.4f}; only {paired} paired sample, cannot test significance)",
         )
-    result = compare_pairs(base_scores, new_scores, rule.options(), clusters=found.clusters)
-    low, high = result.ci_low, result.ci_high
-    assert low is not None and high is not None  # two or more pairs
-    ci = (
-        f"paired {rule.confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], "
-        f"bootstrap {rule.resamples} resamples, seed {rule.seed}"
-    )
+    if through is not None:
+        low, high = through.ci_low, through.ci_high
+        how = "bridged t interval"
+    else:
+        result = compare_pairs(base_scores, new_scores, rule.options(), clusters=found.clusters)
+        low, high = result.ci_low, result.ci_high
+        how = f"bootstrap {rule.resamples} resamples, seed {rule.seed}"
+    if low is None or high is None:
+        return check(new_mean, floor, False, f"{text}: {worse} {drop:.4f}; no interval)")
+    ci = f"paired {rule.confidence:.0%} CI of the change [{low:+.4f}, {high:+.4f}], {how}"
     if (low > 0) if lower else (high < 0):  # entirely on the worse side of 0
         return check(new_mean, floor, False, f"{text}: {worse} {drop:.4f}, significant: {ci})")
     return check(new_mean, floor, True, f"{text}: {worse} {drop:.4f}, not significant: {ci})")

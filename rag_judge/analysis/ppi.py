@@ -185,7 +185,9 @@ def ppi_difference(
     from every sample id scored in both; the labels' from the ids among them labelled in both
     (each report's label of its own answer); the two are paired by id as in ``compare``. The
     interval ``method`` is by default the new report's (:func:`settings`)."""
-    if metric not in base.judge_rubrics() or metric not in new.judge_rubrics():
+    # A judge metric, or one corrected as one (a retrieval metric from judge grades).
+    judged = [metric in r.judge_rubrics() or metric in r.estimates for r in (base, new)]
+    if not all(judged):
         return None
     if not has_labels(base.labels, metric) or not has_labels(new.labels, metric):
         return None

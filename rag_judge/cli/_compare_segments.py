@@ -28,6 +28,7 @@ def compare_by_segment(args: argparse.Namespace, options: CompareOptions) -> int
     result = compare_all(
         base, news, options, metrics=args.metrics, correction=args.correction,
         base_label=str(args.base), level=args.level,
+        allow_judge_change=args.allow_judge_change,
     )  # fmt: skip
     min_n = MIN_SEGMENT_N if args.min_segment_n is None else args.min_segment_n
     segments = compare_segments(

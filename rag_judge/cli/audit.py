@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rag_judge.analysis.audit import audit_pairwise, audit_report, load_pairwise
 from rag_judge.cli._exits import EXIT_JUDGE_FAILED
+from rag_judge.cli._metamorphic import add_arguments, metamorphic_options, run_metamorphic
 from rag_judge.report.estimates import AUDIT_RESAMPLES, COLLAPSE_SHARE
 from rag_judge.report.format import markdown_table, md_text, text_table
 from rag_judge.report.judge_tables import AuditSettings, audit_table, pairwise_line
@@ -54,10 +55,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--seed", type=int, default=None,
         help="seed of the bootstrap (default: the run's seed, as the run's own audit)",
     )  # fmt: skip
+    add_arguments(p)  # --metamorphic and its options: cli/_metamorphic.py
     p.set_defaults(handler=run_audit)
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    if args.metamorphic:
+        return run_metamorphic(args)
+    metamorphic_options(args)  # an error when one is given without --metamorphic
     report = Report.load(args.report)
     seed = args.seed if args.seed is not None else int(report.config.get("seed") or 0)
     audits = audit_report(

@@ -19,12 +19,19 @@ from rag_judge.analysis.calibration import (
     labels_from_dataset,
     load_labels,
 )
-from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
+from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates, settings
+from rag_judge.analysis.relevance_labels import load_relevance, relevance_from_dataset
+from rag_judge.analysis.retrieval_ppi import (
+    RetrievalCorrection,
+    judge_graded,
+    retrieval_corrections,
+)
 from rag_judge.cli._exits import EXIT_JUDGE_FAILED
+from rag_judge.pipeline.rejudge import report_config
 from rag_judge.report.format import markdown_table, text_table
-from rag_judge.report.judge_tables import ppi_table
+from rag_judge.report.judge_tables import confusion_table, ppi_table
 from rag_judge.report.model import PPIEstimate, Report
-from rag_judge.stats.ppi import PPIMethod
+from rag_judge.stats.ppi import PPIMethod, as_method
 
 __all__ = [
     "add_parser",
@@ -97,18 +104,51 @@ def run_calibrate(args: argparse.Namespace) -> int:
         method=args.method,
     )
     estimates = dict(sorted(estimates.items()))  # in the agreement table's order
-    for warning in few_labels_warnings(report, estimates, labels):
+    # Retrieval metrics from judge grades, corrected by the chunk grades (``relevance``).
+    retrieval = _retrieval(args, report)
+    estimates |= retrieval.estimates
+    rows = {sid: {**labels.get(sid, {}), **retrieval.labels.get(sid, {})} for sid in labels}
+    warnings = [*retrieval.warnings, *few_labels_warnings(report, estimates, rows)]
+    for warning in warnings:
         print(f"rag-judge calibrate: warning: {warning.message}", file=sys.stderr)
+    confusion = retrieval.confusion
     if args.format == "json":
-        print(json.dumps(to_json(results, estimates), indent=2, ensure_ascii=False))
+        out: dict[str, Any] = to_json(results, estimates)
+        if confusion is not None:
+            out["grade_confusion"] = confusion.model_dump(mode="json")
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     elif args.format == "md":
-        print("\n\n".join(_parts(results, estimates, render_markdown, render_ppi_markdown)))
+        parts = _parts(results, estimates, render_markdown, render_ppi_markdown)
+        extra = [] if confusion is None else [markdown_table(confusion_table(confusion))]
+        print("\n\n".join(parts + extra))
     else:
-        print("\n\n".join(_parts(results, estimates, render_table, render_ppi_table)))
+        parts = _parts(results, estimates, render_table, render_ppi_table)
+        extra = [] if confusion is None else [text_table(confusion_table(confusion))]
+        print("\n\n".join(parts + extra))
     if report.judge_scored_nothing():
         print("rag-judge calibrate: the report's judge scored no value", file=sys.stderr)
         return EXIT_JUDGE_FAILED
     return 0
+
+
+def _retrieval(args: argparse.Namespace, report: Report) -> RetrievalCorrection:
+    """The report's retrieval metrics from judge grades corrected by the label file's chunk
+    grades, with the estimates' settings (by default the report's run's)."""
+    if args.column:
+        relevance = relevance_from_dataset(args.labels, args.column)
+    else:
+        relevance = load_relevance(args.labels)
+    if not relevance or not report.config:
+        return RetrievalCorrection()
+    evaluators = judge_graded(report_config(report).evaluators)
+    run = settings(report)
+    return retrieval_corrections(
+        report,
+        evaluators,
+        relevance,
+        confidence=run.confidence if args.confidence is None else args.confidence,
+        method=run.method if args.method is None else as_method(args.method),
+    )
 
 
 def to_json(

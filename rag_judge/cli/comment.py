@@ -129,6 +129,7 @@ def run_comment(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         correction=args.correction,
         base_label=str(args.base),
+        allow_judge_change=True,  # a report, not a gate: a judge change is flagged (*)
     )
     rule = None
     if args.max_drop is not None:
@@ -140,6 +141,7 @@ def run_comment(args: argparse.Namespace) -> int:
             seed=args.seed,
             resamples=args.resamples,
             confidence=args.confidence,
+            allow_judge_change=True,
         )
     gates = check_gates(new, thresholds, rule) if thresholds or rule is not None else None
     text = render_comment(result, base, new, gates, top=args.top)

@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rag_judge.analysis.bridge import Bridge
 from rag_judge.analysis.compare import (
     CompareOptions,
     CompareResult,
@@ -17,11 +18,30 @@ from rag_judge.analysis.compare import (
 from rag_judge.cli._args import positive_int
 from rag_judge.cli._compare_segments import compare_by_segment
 from rag_judge.cli.segments import add_group_by
+from rag_judge.errors import ConfigError
 from rag_judge.report.format import markdown_table, md_code, text_table
 from rag_judge.report.result import LEVELS
 from rag_judge.stats import CORRECTIONS
 
-__all__ = ["add_parser", "render_markdown", "render_table", "run_compare"]
+__all__ = ["add_judge_change", "add_parser", "render_markdown", "render_table", "run_compare"]
+
+
+def add_judge_change(parser: argparse.ArgumentParser) -> None:
+    """``--allow-judge-change`` and ``--bridge``, shared by ``compare`` and ``gate``."""
+    parser.add_argument(
+        "--allow-judge-change", action="store_true",
+        help="compare judge metrics whose judge changed (model, template, scoring...) as they "
+        "are, flagged; without it (or --bridge) such a comparison is refused (exit 2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bridge", type=Path, metavar="BRIDGE.json",
+        help="compare judge metrics whose judge changed through this bridge (rag-judge "
+        "bridge): the base translated to the new judge's scale, the interval widened",
+    )  # fmt: skip
+
+
+def load_bridge(args: argparse.Namespace) -> Bridge | None:
+    return None if args.bridge is None else Bridge.load(args.bridge)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,6 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the test")
+    add_judge_change(p)
     add_group_by(p, "each segment tested, corrected across segments and metrics")
     p.set_defaults(handler=run_compare)
 
@@ -66,6 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run_compare(args: argparse.Namespace) -> int:
     options = CompareOptions(args.resamples, args.confidence, args.permutations, args.seed)
     if getattr(args, "group_by", None):  # segments: docs/segments.md
+        if args.bridge is not None:
+            raise ConfigError("--bridge does not apply to --group-by (compare the whole runs)")
         return compare_by_segment(args, options)
     result = compare_runs(
         args.base,
@@ -74,6 +97,8 @@ def run_compare(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         correction=args.correction,
         level=args.level,
+        allow_judge_change=args.allow_judge_change,
+        bridge=load_bridge(args),
     )
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))

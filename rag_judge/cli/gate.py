@@ -9,6 +9,7 @@ from rag_judge.analysis.compare import CompareOptions
 from rag_judge.analysis.gates import RegressionRule, check_gates
 from rag_judge.analysis.junit import JUnitSuite, write_junit
 from rag_judge.cli._args import positive_int
+from rag_judge.cli.compare import add_judge_change, load_bridge
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report
 from rag_judge.report.result import LEVELS
@@ -70,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="CI level of --significant-only (default 0.95)",
     )  # fmt: skip
     gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_judge_change(gate)
     gate.add_argument("-v", "--verbose", action="store_true", help="print passing gates too")
     add_junit(gate)
     gate.set_defaults(handler=run_gate)
@@ -125,7 +127,11 @@ def run_gate(args: argparse.Namespace) -> int:
             seed=args.seed,
             resamples=args.resamples,
             confidence=args.confidence,
+            allow_judge_change=args.allow_judge_change,
+            bridge=load_bridge(args),
         )
+    elif args.bridge is not None or args.allow_judge_change:
+        raise ConfigError("--bridge and --allow-judge-change need --baseline")
     result = check_gates(report, thresholds, rule)
     print(result.render(verbose=args.verbose))
     if args.junit is not None:

@@ -1,12 +1,101 @@
-"""``rag-judge label-plan``: placeholder, being built (issue 33)."""
+"""``rag-judge label-plan REPORT --target-halfwidth H``: which samples to label, in which order,
+for a rubric's human-scale mean to reach ±H (``analysis/label_plan.py``); with ``--labels``, the
+estimate and its confidence sequence after the labels so far; with ``--html``, a review page
+that follows the plan and says "stop: ±H reached" once it is."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-__all__ = ["add_parser"]
+from rag_judge.analysis.calibration import load_labels
+from rag_judge.analysis.label_plan import (
+    LabelPlan,
+    estimate_plan,
+    make_plan,
+    page_plan,
+    report_key,
+)
+from rag_judge.errors import ConfigError
+from rag_judge.report.html import write_html
+from rag_judge.report.model import Report
+
+__all__ = ["add_parser", "run_label_plan"]
+
+_SHOWN = 10  # queued ids printed; plan.json holds them all
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("label-plan", help="(being built)")
-    p.set_defaults(handler=lambda args: 2)
+    p = subparsers.add_parser(
+        "label-plan",
+        help="plan which samples to label for a rubric's mean to reach ±H with few labels, "
+        "and the estimate from the labels so far",
+    )
+    p.add_argument("report", type=Path, help="report.json with judge rubric scores")
+    p.add_argument(
+        "--target-halfwidth", type=float, metavar="H",
+        help="the interval's half-width to reach, on the rubric's 1-5 scale (needed unless "
+        "--plan gives the plan)",
+    )  # fmt: skip
+    p.add_argument("--rubric", help="the 1-5 rubric (default: the report's first)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the order and draws (default 0)")
+    p.add_argument(
+        "--confidence", type=float, metavar="LEVEL",
+        help="level of the confidence sequence (default: the report's)",
+    )  # fmt: skip
+    p.add_argument(
+        "--rate", type=float,
+        help="share of the samples to queue (default: planned from the judge's uncertainty)",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", type=Path, help="where to write the plan (default: plan.json beside REPORT)"
+    )
+    p.add_argument("--plan", type=Path, help="use this plan.json instead of making one")
+    p.add_argument("--labels", type=Path, help="labels so far (.jsonl or .csv): print the estimate")
+    p.add_argument(
+        "--html", type=Path, nargs="?", const=True, metavar="PATH",
+        help="write a review page that follows the plan (default: review.html beside REPORT)",
+    )  # fmt: skip
+    p.set_defaults(handler=run_label_plan)
+
+
+def run_label_plan(args: argparse.Namespace) -> int:
+    report = Report.load(args.report)
+    folder = args.report.parent
+    if args.plan is not None:
+        plan = LabelPlan.load(args.plan)
+        if plan.report != report_key(report):
+            raise ConfigError(f"{args.plan} is a plan for report {plan.report!r}, not this one")
+    else:
+        if args.target_halfwidth is None:
+            raise ConfigError("label-plan needs --target-halfwidth H (or --plan PLAN)")
+        plan = make_plan(
+            report,
+            args.target_halfwidth,
+            rubric=args.rubric,
+            seed=args.seed,
+            confidence=args.confidence,
+            rate=args.rate,
+        )
+        out = args.out or folder / "plan.json"
+        out.write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        queue = plan.queue()
+        shown = ", ".join(queue[:_SHOWN]) + (", ..." if len(queue) > _SHOWN else "")
+        print(
+            f"{plan.rubric}: {len(queue)} of {len(plan.stream)} samples queued "
+            f"(rate {plan.rate:g}, pi by {plan.rule}) for ±{plan.target_halfwidth:g} at "
+            f"{plan.confidence:.0%}; plan written to {out}\nlabel in this order: {shown}"
+        )
+    if args.html is not None:
+        page = folder / "review.html" if args.html is True else args.html
+        write_html(report, page, plan=page_plan(plan))
+        print(f"review page following the plan: {page}")
+    if args.labels is not None:
+        result = estimate_plan(plan, load_labels(args.labels))
+        print(result.status(plan.target_halfwidth))
+        if result.outside:
+            print(
+                f"{result.outside} labelled samples are not in the plan's queue: not used "
+                "(a label the plan did not ask for would bias the estimate)"
+            )
+    return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 from rag_judge.analysis.compare import compare_all
 from rag_judge.analysis.gates import GateResult, check_gates, unknown_gate
 from rag_judge.analysis.junit import JUnitSuite, step_errors, write_junit
+from rag_judge.analysis.retrieval_ppi import corrected_metrics, judge_graded
 
 # The text a run prints (header, dry-run table, failure summary) lives apart, in _run_text.py,
 # to keep this file under ~400 lines; importers keep importing it from here.
@@ -217,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
     if len(reports) > 1:
         # Every variant against the first, paired by sample id, on the reports just made.
         (base_label, base), *news = reports
-        comparison = compare_all(base, news, base_label=base_label)
+        # Variants may differ by their judge: compared as they are, flagged (*).
+        comparison = compare_all(base, news, base_label=base_label, allow_judge_change=True)
         (base_out / "comparison.json").write_text(json.dumps(comparison.to_dict(), indent=2) + "\n")
         markdown = render_markdown(comparison)
         (base_out / "comparison.md").write_text(markdown)
@@ -262,6 +264,8 @@ def check_gate_names_of(
     except ConfigError:  # a rubric file that cannot be read: check_experiment names its line
         return
     judge = [m for m, i in infos.items() if i.kind is MetricKind.JUDGE and i.normalises is None]
+    if config.labels is not None:  # retrieval metrics from judge grades are corrected too
+        judge += [m for ev in judge_graded(config.evaluators) for m in corrected_metrics(ev)]
     suffix = f" (variant {variant})" if variant else ""
     for gate in [*config.gates, *extra]:
         problem = unknown_gate(gate, infos, judge=judge) or segment_problem(gate, config)

@@ -11,6 +11,12 @@ from rag_judge.analysis.audit import audit_report, failed_judge_warnings
 from rag_judge.analysis.calibration import labels_from_dataset, load_labels
 from rag_judge.analysis.jury import jury_agreement
 from rag_judge.analysis.ppi import few_labels_warnings, ppi_estimates
+from rag_judge.analysis.relevance_labels import (
+    ChunkGrades,
+    load_relevance,
+    relevance_from_dataset,
+)
+from rag_judge.analysis.retrieval_ppi import judge_graded, retrieval_corrections
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report, ReportWarning, WarningKind
@@ -46,6 +52,7 @@ def read_labels(cfg: ExperimentConfig) -> Labels:
     else:
         assert spec.path is not None  # LabelsConfig needs a path or a column
         found = load_labels(spec.path)
+    read_relevance(cfg)  # chunk grades too: a bad one stops the run before any work
     return {sid: {m: float(v) for m, v in row.items()} for sid, row in found.items()}
 
 
@@ -63,14 +70,45 @@ def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
             seed=cfg.seed,
             method=cfg.labels.method,
         )
+    partial = _correct_retrieval(report, cfg)
     if any(len(s.judged_by) > 1 for s in report.signatures.values()):  # else no pass for it
         report.jury = jury_agreement(report)
     report.audit = audit_report(report, seed=cfg.seed)
-    report.warnings = [*unmatched, *few_labels_warnings(report), *coverage_warnings(report, cfg)]
+    report.warnings = [*unmatched, *partial, *few_labels_warnings(report)]
+    report.warnings += coverage_warnings(report, cfg)
     report.warnings += failed_judge_warnings(report)  # a judge with no verdict at all
     for warning in report.warnings:
         log.warning("%s", warning.message)
     return report
+
+
+def read_relevance(cfg: ExperimentConfig) -> dict[str, ChunkGrades]:
+    """The human chunk grades of the config's labels (a line's ``relevance``), by sample id."""
+    spec = cfg.labels
+    if spec is None:
+        return {}
+    if spec.column is not None:
+        source = spec.path or cfg.dataset
+        return {} if source is None else relevance_from_dataset(source, spec.column)
+    return {} if spec.path is None else load_relevance(spec.path)
+
+
+def _correct_retrieval(report: Report, cfg: ExperimentConfig) -> list[ReportWarning]:
+    """The retrieval metrics computed from judge grades, corrected with the human chunk grades
+    of the labels (analysis/retrieval_ppi.py): their estimates, labels and grade confusion, and
+    a warning for the queries whose grading is incomplete."""
+    if cfg.labels is None or not judge_graded(cfg.evaluators):
+        return []
+    ids = set(report.ids())
+    relevance = {sid: g for sid, g in read_relevance(cfg).items() if sid in ids}
+    found = retrieval_corrections(
+        report, cfg.evaluators, relevance, confidence=report.confidence, method=cfg.labels.method
+    )
+    for sid, row in found.labels.items():
+        report.labels.setdefault(sid, {}).update(row)
+    report.estimates.update(found.estimates)
+    report.grade_confusion = found.confusion
+    return found.warnings
 
 
 def label_warnings(unmatched: list[str], total: int) -> list[ReportWarning]:

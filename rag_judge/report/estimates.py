@@ -13,6 +13,7 @@ from rag_judge.stats.ppi import PPIMethod
 __all__ = [
     "AUDIT_RESAMPLES",
     "COLLAPSE_SHARE",
+    "GradeConfusion",
     "JuryAgreement",
     "LengthStratum",
     "PPIEstimate",
@@ -75,6 +76,18 @@ class PPIEstimate(BaseModel):
     ess: float | None = None
     ess_gain: float | None = None
     pass_rate: RoganGladen | None = None
+
+
+class GradeConfusion(BaseModel):
+    """Human against judge relevance grades of the chunks of the labelled queries (each
+    graded chunk once): ``matrix[h][j]`` counts the chunks a person graded h and the judge j,
+    both on the 0-3 scale (the judge's 1-5 ``rubric`` verdict mapped onto it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rubric: str
+    queries: int
+    matrix: list[list[int]]
 
 
 class JuryAgreement(BaseModel):
@@ -162,6 +175,10 @@ class WarningKind(str, Enum):
     # run's numbers stand, but the events did not all arrive. Its ``metric`` is "otel" (the
     # config key), ``value`` the events not exported, ``threshold`` 0.
     OTEL_EXPORT = "otel_export"
+    # Human chunk grades (a label line's ``relevance``) that do not cover a query's top k
+    # chunks, or name a chunk it did not retrieve: that query is left out of the corrected
+    # retrieval metrics. Its ``metric`` is "relevance", ``value`` the queries left out.
+    PARTIAL_GRADES = "partial_grades"
 
 
 class ReportWarning(BaseModel):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rag_judge.report.estimates import (
     AUDIT_RESAMPLES,
     COLLAPSE_SHARE,
+    GradeConfusion,
     JuryAgreement,
     PPIEstimate,
     RubricAudit,
@@ -22,6 +23,7 @@ from rag_judge.stats.ppi import PPIMethod
 __all__ = [
     "AuditSettings",
     "audit_table",
+    "confusion_table",
     "interval_method",
     "judge_tables",
     "jury_table",
@@ -34,6 +36,8 @@ def judge_tables(report: Report) -> list[Table]:
     tables = []
     if report.estimates:
         tables.append(ppi_table(report.estimates))
+    if report.grade_confusion is not None:
+        tables.append(confusion_table(report.grade_confusion))
     if report.jury:
         tables.append(jury_table(report.jury))
     if report.audit:
@@ -115,6 +119,19 @@ def _ppi_legend(estimates: Mapping[str, PPIEstimate]) -> str:
         f"({', '.join(passes) or 'none'}) corrected by Rogan–Gladen; "
         f"{interval_method(estimates.values())}"
     )
+
+
+def confusion_table(confusion: GradeConfusion) -> Table:
+    """Human (rows) against judge (columns) chunk grades, 0-3, of the labelled queries."""
+    columns = [Column("human ↓ judge →", "text")]
+    columns += [Column(f"judge {j}") for j in range(len(confusion.matrix))]
+    rows = [[f"human {h}", *(str(n) for n in row)] for h, row in enumerate(confusion.matrix)]
+    note = (
+        f"The {sum(map(sum, confusion.matrix))} chunks a person graded in "
+        f"{confusion.queries} queries, by their grade and the judge's ({confusion.rubric} "
+        "1-5 mapped onto 0-3); above the diagonal the judge was more lenient."
+    )
+    return Table("Chunk grades: human vs judge", columns, rows, [note], anchor="grade-confusion")
 
 
 # ---- jury -----------------------------------------------------------------------------------

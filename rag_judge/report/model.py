@@ -30,6 +30,7 @@ from pydantic import (
 from rag_judge._version import __version__
 from rag_judge.errors import DataError
 from rag_judge.report.estimates import (
+    GradeConfusion,
     JuryAgreement,
     LengthStratum,
     PPIEstimate,
@@ -76,6 +77,7 @@ __all__ = [
     "Direction",
     "Failure",
     "FailureKind",
+    "GradeConfusion",
     "GroundingJudgment",
     "JudgeName",
     "Judgment",
@@ -129,6 +131,9 @@ class Report(BaseModel):
     jury: dict[str, JuryAgreement] = Field(default_factory=dict)  # per jury-judged rubric
     audit: dict[str, RubricAudit] = Field(default_factory=dict)  # per judge metric
     warnings: list[ReportWarning] = Field(default_factory=list)
+    # Human vs judge chunk grades, when labels graded the chunks of retrieval metrics computed
+    # from judge grades (docs/judge-estimates.md); left out otherwise, so a report is as before.
+    grade_confusion: GradeConfusion | None = Field(default=None, exclude_if=lambda v: v is None)
     # Per value of the run's group_by keys (docs/segments.md); left out when it asked for none,
     # so a report without segments is as before.
     segments: list[Segment] = Field(default_factory=list, exclude_if=lambda v: not v)

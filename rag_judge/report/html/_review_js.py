@@ -8,7 +8,9 @@ as JSON Lines, ``{"id": ..., "<rubric>": 1-5}`` a line, into a text box and a ``
 download (a Blob URL: the CSP does not restrict a download). Labels are kept in objects
 without a prototype (a sample id may be ``__proto__``). Texts are set with ``textContent``
 and the card shows copies of the sample's own (escaped) details: nothing is parsed as HTML.
-Sets ``data-review="1"`` on <body> when ready (the browser test waits for it).
+Sets ``data-review="1"`` on <body> when ready (the browser test waits for it). Where the page
+holds chunk grades, ``rvChunks`` (``_chunks_js.py``) adds their mode to the rubric selector and
+their ``relevance`` to the same labels, storage and export.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ REVIEW_JS = """(function () {
   var data = document.getElementById("rv-data");
   if (!data) return;
   var D = JSON.parse(data.textContent), labels = map(), store = null;
+  var plan = typeof rvPlan === "function" ? rvPlan(D) : null;  // label-plan --html pages only
+  var chunks = typeof rvChunks === "function" ? rvChunks(D, {  // judge-graded retrieval only
+    row: function (id) { return labels[id]; },
+    put: function (id, r) {
+      labels[id] = labels[id] || map(); labels[id].relevance = r; save(); show();
+    }
+  }) : null, MODE = chunks ? chunks.mode : null;  // the rubric selector's value for chunks
   function $(id) { return document.getElementById(id); }
   function map() { return Object.create(null); }
   function own(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
@@ -40,9 +49,12 @@ REVIEW_JS = """(function () {
           labels[id] = labels[id] || map(); labels[id][m] = v;
         }
       });
+      var r = chunks && own(row, "relevance") ? chunks.check(id, row.relevance) : undefined;
+      if (r !== undefined) { labels[id] = labels[id] || map(); labels[id].relevance = r; }
     });
   }
   merge(D.labels);
+  if (chunks) merge(chunks.labels);
   try { store = window.localStorage; store.getItem(D.key); } catch (e) { store = null; }
   if (store) { try { merge(JSON.parse(store.getItem(D.key) || "{}")); } catch (e) {} }
   function save() {
@@ -58,18 +70,27 @@ REVIEW_JS = """(function () {
   function get(id, m) { var row = labels[id]; return row && row[m] ? row[m] : null; }
   function labelled(m) {
     return Object.keys(labels).filter(function (id) {
-      return m ? !!get(id, m) : D.rubrics.some(function (r) { return !!get(id, r); });
+      if (m && m === MODE) return chunks.done(id);
+      return m ? !!get(id, m) : D.rubrics.some(function (r) { return !!get(id, r); }) ||
+        (!!chunks && chunks.done(id));
     });
   }
   var rubric = D.rubrics[0], pos = 0, open = false, sel = $("rv-rubric");
   D.rubrics.forEach(function (m) {
     var o = document.createElement("option"); o.value = m; o.textContent = m; sel.appendChild(o);
   });
+  if (chunks) {
+    var o = document.createElement("option"); o.value = MODE; o.textContent = "chunk grades";
+    sel.appendChild(o);
+  }
   function count() {
     $("rv-count").textContent = labelled().length + " labelled · " + labelled(rubric).length +
-      " of " + D.queues[rubric].length + " on " + rubric;
+      " of " + D.queues[rubric].length + " on " + (rubric === MODE ? "chunk grades" : rubric);
+    if (plan) plan.update(get);
   }
   function show() {
+    if (rubric === MODE) { chunks.show(pos); count(); return; }
+    if (chunks) chunks.hide();
     var i = D.queues[rubric][pos], it = D.items[i], score = it.scores[rubric];
     var u = D.uncertainty[rubric][i], det = document.getElementById("s-" + it.id);
     var mine = get(it.id, rubric), verdict = $("rv-verdict"), body = $("rv-body");
@@ -112,6 +133,8 @@ REVIEW_JS = """(function () {
     var text = ids.map(function (id) {
       var row = {id: id};
       D.rubrics.forEach(function (m) { if (get(id, m)) row[m] = get(id, m); });
+      var r = chunks ? chunks.exported(id) : null;
+      if (r !== null) row.relevance = r;
       return JSON.stringify(row);
     }).join("\\n") + (ids.length ? "\\n" : "");
     var out = $("rv-out"), a = $("rv-download");
@@ -138,7 +161,8 @@ REVIEW_JS = """(function () {
     var tag = ev.target && ev.target.tagName, k = ev.key;
     if (!open || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-    if (k.length === 1 && k >= "1" && k <= "5") label(Number(k));
+    if (rubric === MODE && chunks.key(k, pos)) show();
+    else if (k.length === 1 && k >= "1" && k <= "5") label(Number(k));
     else if (k === "0" || k === "Backspace" || k === "Delete") label(null);
     else if (k === "n" || k === "ArrowRight") move(1);
     else if (k === "b" || k === "ArrowLeft") move(-1);

@@ -282,6 +282,11 @@ Lines for <code>rag-judge calibrate</code> or a config's <code>labels:</code>; f
 bias-corrected estimates, label a random slice, not the queue's head.</p>
 {% if review_note %}<p class=banner>{{ review_note }}</p>
 {% endif %}
+{% if chunks %}<p class=note id=rv-cnote>{{ chunk_note }}</p>
+{% endif %}
+{% if plan %}<p class=banner id=rv-stop hidden></p><p class=note id=rv-plan-status></p>
+<script type=application/json id=rv-plan>{{ plan }}</script>
+{% endif %}
 <div class=tools><button id=rv-start type=button>Start review</button><label>rubric \
 <select id=rv-rubric></select></label><span id=rv-count>0 labelled</span><button id=rv-export \
 type=button>Export labels</button><a id=rv-download download=labels.jsonl hidden>labels.jsonl\
@@ -292,9 +297,14 @@ id=rv-pos></span> · sample <b id=rv-id></b> · judge: <span id=rv-judge></span>
 label: <span id=rv-label>–</span> {% for v in range(1, 6) %}<button class=rv-b data-v={{ v }} \
 type=button>{{ v }}</button> {% endfor %}<button class=rv-b data-v=0 type=button>clear</button> \
 <button id=rv-back type=button>← back</button> <button id=rv-next type=button>next →</button>\
-</p><div id=rv-body></div></div><textarea id=rv-out readonly hidden rows=6 \
+</p><div id=rv-body></div></div>{% if chunks %}<div id=rv-ccard hidden><p class=meta><span \
+id=rv-cpos></span> · sample <b id=rv-cid></b> · <span id=rv-cdone></span></p><p><b>Question</b> \
+<span id=rv-cq></span></p><p><b>Answer</b> <span id=rv-ca></span></p><ol id=rv-clist></ol><p>\
+<button id=rv-cback type=button>← back</button> <button id=rv-cnext type=button>next →</button>\
+</p></div>{% endif %}<textarea id=rv-out readonly hidden rows=6 \
 aria-label="exported labels"></textarea>
-<script type=application/json id=rv-data>{{ review }}</script></section>
+<script type=application/json id=rv-data>{{ review }}</script>{% if chunks %}<script \
+type=application/json id=rv-chunks>{{ chunks }}</script>{% endif %}</section>
 {% endif %}
 <section id=samples><h2>Samples</h2><div class=tools><input id=filter type=search \
 placeholder='Filter by sample id'><label><input id=onlyerr type=checkbox> only samples with \

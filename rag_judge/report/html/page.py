@@ -30,7 +30,10 @@ are the tables of ``report/judge_tables.py``, drawn by ``format.html_table`` as 
 terminal draw them. The review mode (``_review.py``, its
 script ``_review_js.py``) lets a person label the samples the page holds, the most uncertain
 verdicts first, and export the labels for ``calibrate``; its data is a JSON block the browser
-never runs, so the CSP still allows one script only.
+never runs, so the CSP still allows one script only. Given a label plan (``label-plan --html``),
+the review follows the plan's queue and says when to stop (``_plan_js.py``). Given retrieval
+metrics from judge grades, it also takes people's 0-3 grades of each query's top-k chunks, in a
+seeded random order (``_review_chunks.py``, its script ``_chunks_js.py``).
 """
 
 from __future__ import annotations
@@ -51,9 +54,12 @@ from rag_judge.data.sample import Sample
 from rag_judge.report.format import ci_label
 from rag_judge.report.html._assets import CONVERSATION_CSS, CSS
 from rag_judge.report.html._assets import JS as TABLE_JS
+from rag_judge.report.html._chunks_js import CHUNKS_CSS, CHUNKS_JS
 from rag_judge.report.html._inline import INLINE_ROWS, SAMPLE_BUDGET, SEED, Columns, inline_samples
 from rag_judge.report.html._jinja import env, svg_macros
+from rag_judge.report.html._plan_js import PLAN_JS, plan_json
 from rag_judge.report.html._review import review_json, review_note, review_rubrics
+from rag_judge.report.html._review_chunks import chunk_json, chunk_note, chunk_review
 from rag_judge.report.html._review_js import REVIEW_CSS, REVIEW_JS
 from rag_judge.report.html._sample_view import column_groups, context_grades, is_twin, not_retrieved
 from rag_judge.report.html.charts import (
@@ -155,9 +161,9 @@ def _version(dist: str) -> str:
     return NOT_INSTALLED
 
 
-def render_html(report: Report) -> str:
-    """The whole page as one string."""
-    script_hash = base64.b64encode(hashlib.sha256(JS.encode()).digest()).decode()
+def render_html(report: Report, plan: Mapping[str, object] | None = None) -> str:
+    """The whole page as one string; with ``plan`` (``analysis.label_plan.page_plan``), the
+    review mode follows that label plan."""
     shown = [m for m in report.summary if not is_twin(m, report)]
     scales = {m: scale_of(m, report) for m in report.summary}
     dataset = report.config.get("dataset")
@@ -173,13 +179,22 @@ def render_html(report: Report) -> str:
     inline = inline_samples(report, metrics, scales, columns)
     # a 1-5 rubric with a verdict on a sample the page shows
     reviewable = bool(inline.indices and review_rubrics(report, inline.indices))
+    chunks = chunk_review(report, inline.indices) if reviewable else None
+    # A plan's or the chunk grades' script (one function each) comes first: the review's calls it.
+    js = "".join([PLAN_JS + "\n" if plan else "", CHUNKS_JS + "\n" if chunks else "", JS])
+    script_hash = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
     page = env().get_template("page")
     return page.render(
         report=report,
         name=str(report.config.get("name") or "rag-judge report"),
         csp=Markup(_CSP.format(script_hash)),  # constant and base64: no quote to escape
-        css=Markup(CSS + REVIEW_CSS + (CONVERSATION_CSS if conversations else "")),
-        js=Markup(JS),
+        css=Markup(
+            CSS
+            + REVIEW_CSS
+            + (CHUNKS_CSS if chunks else "")
+            + (CONVERSATION_CSS if conversations else "")
+        ),
+        js=Markup(js),
         ci_label=ci_label(report.confidence),
         summary=summary,
         levels=_levels(report, summary),
@@ -209,14 +224,17 @@ def render_html(report: Report) -> str:
         # JSON with "<" escaped, in a block the browser does not run: safe to insert as is
         review=Markup(review_json(report, inline.indices)) if reviewable else None,
         review_note=review_note(report, len(inline.indices)),
+        plan=Markup(plan_json(plan)) if plan and reviewable else None,
+        chunks=Markup(chunk_json(chunks)) if chunks else None,  # "<" escaped, as review's
+        chunk_note=chunk_note(chunks) if chunks else "",
     )
 
 
-def write_html(report: Report, path: str | Path) -> Path:
+def write_html(report: Report, path: str | Path, plan: Mapping[str, object] | None = None) -> Path:
     """Write :func:`render_html`'s page to ``path`` (atomically) and return the path."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.write_text(render_html(report, plan), encoding="utf-8")
     tmp.replace(path)
     return path
 

@@ -1,0 +1,212 @@
+"""Retrieval metrics from judge grades, corrected with human chunk grades (PPI++).
+
+A retrieval evaluator with ``relevance_from`` scores a sample's ranking with the judge's
+per-context grades. For each of its metrics with a cut-off (NDCG@k, P@k, R@k, ...), f_i is
+the value the evaluator reported for sample i; on the labelled queries, Y_i is the same metric
+of the same ranking under the human grades (a label line's ``relevance``), computed by the
+same kernels with the same options. The PPI++ mean of Y, with the judge-only and labels-only
+means beside it, is stored as the metric's estimate (``report.estimates['ndcg@5']``), and Y_i
+as the sample's label of the metric, so gates and ``compare`` read them as a rubric's.
+
+The human grades cover the top k chunks, k the deepest cut-off of the metrics corrected: a
+metric without a cut-off (MRR, MAP), a count or a geometric mean is not corrected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rag_judge.analysis.relevance_labels import GRADES, ChunkGrades, by_rank
+from rag_judge.data.chunks import Graded
+from rag_judge.data.ranking import Rankings
+from rag_judge.errors import DataError
+from rag_judge.evaluators.base import Evaluator
+from rag_judge.evaluators.retrieval import RetrievalEvaluator
+from rag_judge.judge.relevance import graded_by_judge
+from rag_judge.metrics.retrieval import MetricSpec, compute, is_count, is_geometric, parse_metric
+from rag_judge.report.model import (
+    GradeConfusion,
+    PPIEstimate,
+    Report,
+    ReportWarning,
+    WarningKind,
+)
+from rag_judge.stats.ppi import PPIMethod, mean_ci, ppi_mean
+
+__all__ = ["RetrievalCorrection", "corrected_metrics", "judge_graded", "retrieval_corrections"]
+
+SCALE = (0.0, 1.0)
+
+
+@dataclass
+class RetrievalCorrection:
+    """What the human chunk grades give: the estimates by metric, each labelled sample's Y by
+    metric, the grade confusion, and a warning for the queries left out."""
+
+    estimates: dict[str, PPIEstimate] = field(default_factory=dict)
+    labels: dict[str, dict[str, float]] = field(default_factory=dict)
+    confusion: GradeConfusion | None = None
+    warnings: list[ReportWarning] = field(default_factory=list)
+
+
+def judge_graded(evaluators: Sequence[Evaluator]) -> list[RetrievalEvaluator]:
+    """The retrieval evaluators graded by a judge (``relevance_from``)."""
+    return [
+        e for e in evaluators if isinstance(e, RetrievalEvaluator) and e.relevance_from is not None
+    ]
+
+
+def corrected_metrics(ev: RetrievalEvaluator) -> dict[str, MetricSpec]:
+    """The evaluator's metrics a top-k grading corrects, by reported name: those with a
+    cut-off, less judged@k (always 1 on a graded pool), counts and geometric means."""
+    out = {}
+    for name in ev.metric_names():
+        spec = parse_metric(name.removeprefix(ev.name_prefix))
+        if spec.k is None or spec.family == "judged" or is_count(spec) or is_geometric(spec):
+            continue
+        out[name] = spec
+    return out
+
+
+def retrieval_corrections(
+    report: Report,
+    evaluators: Sequence[Evaluator],
+    relevance: Mapping[str, ChunkGrades],
+    *,
+    confidence: float = 0.95,
+    method: PPIMethod = PPIMethod.T,
+) -> RetrievalCorrection:
+    """The corrected metrics of every judge-graded retrieval evaluator, from ``relevance``."""
+    out = RetrievalCorrection()
+    if not relevance:
+        return out
+    matrix = [[0] * len(GRADES) for _ in GRADES]
+    confused: set[str] = set()
+    left_out: dict[str, str] = {}
+    rubric = None
+    for ev in judge_graded(evaluators):
+        specs = corrected_metrics(ev)
+        if not specs:
+            continue
+        rubric = rubric or ev.relevance_from
+        depth = int(max(s.k for s in specs.values() if s.k is not None))
+        f_values: dict[str, dict[str, float]] = {m: {} for m in specs}
+        human: dict[str, list[int]] = {}
+        for result in report.samples:
+            sample = result.sample
+            if sample is None or sample.has_judgments() or ev.relevance_from is None:
+                continue  # graded by its own labels, not by the judge
+            llm = graded_by_judge(sample, result.judgments.get(ev.relevance_from))
+            if llm is None:
+                continue
+            for m in specs:
+                value = result.scores.get(m)
+                if value is not None and math.isfinite(value):
+                    f_values[m][result.id] = value
+            if result.id not in relevance:
+                continue
+            try:
+                grades = by_rank(relevance[result.id], [c.id for c in sample.contexts], depth)
+            except DataError as exc:
+                left_out[result.id] = str(exc)
+                continue
+            human[result.id] = grades
+            if ev.relevance_from == rubric and result.id not in confused:
+                confused.add(result.id)
+                for h, j in zip(grades, llm.ranked, strict=False):
+                    matrix[h][int(j)] += 1
+        y_values = _human_values(ev, specs, human)
+        for m in specs:
+            for sid, y in y_values[m].items():
+                if sid in f_values[m]:
+                    out.labels.setdefault(sid, {})[m] = y
+            estimate = _estimate(m, f_values[m], y_values[m], confidence, method)
+            if estimate is not None:
+                out.estimates[m] = estimate
+    if confused and rubric is not None:
+        out.confusion = GradeConfusion(rubric=rubric, queries=len(confused), matrix=matrix)
+    out.warnings = _left_out_warning(left_out)
+    return out
+
+
+def _human_values(
+    ev: RetrievalEvaluator, specs: Mapping[str, MetricSpec], human: Mapping[str, list[int]]
+) -> dict[str, dict[str, float]]:
+    """Each metric of each labelled query under the human grades: the kernels the evaluator
+    runs, on the ranking graded by people (the ideal ranking is the graded chunks')."""
+    if not human:
+        return {m: {} for m in specs}
+    queries = [Graded([float(g) for g in grades], [True] * len(grades), [float(g) for g in grades])
+               for grades in human.values()]  # fmt: skip
+    batch = Rankings.from_lists([q.ranked for q in queries], [q.ideal for q in queries],
+                                [q.known for q in queries])  # fmt: skip
+    values = compute(batch, specs.values(), ev.relevance_threshold, max_docs=ev.max_docs)
+    return {
+        m: {sid: float(v) for sid, v in zip(human, values[spec.name], strict=True)}
+        for m, spec in specs.items()
+    }
+
+
+def _estimate(
+    metric: str,
+    f: Mapping[str, float],
+    y: Mapping[str, float],
+    confidence: float,
+    method: PPIMethod,
+) -> PPIEstimate | None:
+    """The PPI++ estimate of ``metric`` beside the judge's and the labels' own, as a judge
+    rubric's (``analysis.ppi.ppi_estimate``); None without a labelled query."""
+    lab = [sid for sid in f if sid in y]
+    if not lab:
+        return None
+    y_lab = np.array([y[s] for s in lab])
+    f_lab = np.array([f[s] for s in lab])
+    f_unl = np.array([v for s, v in f.items() if s not in y])
+    ppi = ppi_mean(y_lab, f_lab, f_unl, confidence=confidence, method=method)
+    judge = mean_ci(np.array(list(f.values())), confidence=confidence, method=method)
+    return PPIEstimate(
+        metric=metric,
+        confidence=confidence,
+        method=method,
+        n_labelled=ppi.n_labelled,
+        n_unlabelled=ppi.n_unlabelled,
+        judge_mean=judge.mean,
+        judge_ci=_clip(judge.low, judge.high),
+        labelled_mean=ppi.classical_mean,
+        labelled_ci=_clip(ppi.classical_ci_low, ppi.classical_ci_high),
+        estimate=ppi.estimate,
+        ci=_clip(ppi.ci_low, ppi.ci_high),
+        se=ppi.se,
+        lam=ppi.lam,
+        ess=ppi.ess,
+        ess_gain=ppi.ess_gain,
+    )
+
+
+def _clip(low: float | None, high: float | None) -> tuple[float, float] | None:
+    if low is None or high is None:
+        return None
+    return (max(low, SCALE[0]), min(high, SCALE[1]))
+
+
+def _left_out_warning(left_out: Mapping[str, str]) -> list[ReportWarning]:
+    if not left_out:
+        return []
+    first = next(iter(left_out.values()))
+    message = (
+        f"{len(left_out)} queries with human chunk grades were left out of the corrected "
+        f"retrieval metrics, their grading incomplete (e.g. {first}); the estimates use the "
+        "other labelled queries, which are then no longer quite a random subset."
+    )
+    warning = ReportWarning(
+        kind=WarningKind.PARTIAL_GRADES,
+        metric="relevance",
+        value=len(left_out),
+        threshold=0,
+        message=message,
+    )
+    return [warning]
