@@ -29,6 +29,7 @@ from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.judge.relevance import graded_by_judge
 from rag_judge.metrics.retrieval import MetricSpec, compute, is_count, is_geometric, parse_metric
 from rag_judge.report.model import (
+    ChunkGrading,
     GradeConfusion,
     PPIEstimate,
     Report,
@@ -37,7 +38,13 @@ from rag_judge.report.model import (
 )
 from rag_judge.stats.ppi import PPIMethod, mean_ci, ppi_mean
 
-__all__ = ["RetrievalCorrection", "corrected_metrics", "judge_graded", "retrieval_corrections"]
+__all__ = [
+    "RetrievalCorrection",
+    "chunk_grading",
+    "corrected_metrics",
+    "judge_graded",
+    "retrieval_corrections",
+]
 
 SCALE = (0.0, 1.0)
 
@@ -49,6 +56,7 @@ class RetrievalCorrection:
 
     estimates: dict[str, PPIEstimate] = field(default_factory=dict)
     labels: dict[str, dict[str, float]] = field(default_factory=dict)
+    grades: dict[str, list[int]] = field(default_factory=dict)  # by rank, the first rubric's
     confusion: GradeConfusion | None = None
     warnings: list[ReportWarning] = field(default_factory=list)
 
@@ -70,6 +78,20 @@ def corrected_metrics(ev: RetrievalEvaluator) -> dict[str, MetricSpec]:
             continue
         out[name] = spec
     return out
+
+
+def chunk_grading(
+    evaluators: Sequence[Evaluator], seed: int, human: Mapping[str, list[int]]
+) -> ChunkGrading | None:
+    """What the review mode needs to take chunk grades (the first judge-graded evaluator's
+    rubric, the deepest cut-off a grading corrects), or None when no metric is corrected."""
+    graded = [(ev, corrected_metrics(ev)) for ev in judge_graded(evaluators)]
+    graded = [(ev, specs) for ev, specs in graded if specs and ev.relevance_from is not None]
+    if not graded:
+        return None
+    depth = max(int(s.k) for _, specs in graded for s in specs.values() if s.k is not None)
+    rubric = str(graded[0][0].relevance_from)
+    return ChunkGrading(rubric=rubric, k=depth, seed=seed, human=dict(human))
 
 
 def retrieval_corrections(
@@ -115,6 +137,8 @@ def retrieval_corrections(
                 left_out[result.id] = str(exc)
                 continue
             human[result.id] = grades
+            if ev.relevance_from == rubric and result.id not in out.grades:
+                out.grades[result.id] = grades
             if ev.relevance_from == rubric and result.id not in confused:
                 confused.add(result.id)
                 for h, j in zip(grades, llm.ranked, strict=False):

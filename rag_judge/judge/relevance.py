@@ -7,22 +7,12 @@ judgments can still be scored with nDCG and friends (``relevance_from: context_r
 
 from __future__ import annotations
 
-import math
-
 from rag_judge.data.chunks import Graded
 from rag_judge.data.sample import Sample
+from rag_judge.report.judgments import relevance_grade
 from rag_judge.report.model import Judgment, PerContextJudgment
 
 __all__ = ["graded_by_judge", "relevance_grade"]
-
-
-def relevance_grade(score: float) -> int:
-    """A 1–5 context_relevance score as a 0–3 relevance grade: 1→0, 2→0, 3→1, 4→2, 5→3.
-
-    Levels 1 (unrelated) and 2 (on topic, but no help) are both "not relevant"; from 3 up each
-    level is one grade. A weighted (non-integer) score is rounded half up first.
-    """
-    return max(0, math.floor(score + 0.5) - 2)
 
 
 def graded_by_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
@@ -31,8 +21,8 @@ def graded_by_judge(sample: Sample, judgment: Judgment | None) -> Graded | None:
     partial grading would rank the rest as irrelevant."""
     if not isinstance(judgment, PerContextJudgment):
         return None
-    scores = [j.score for j in judgment.contexts]
-    if len(scores) != len(sample.contexts) or any(s is None for s in scores):
+    found = judgment.grades()
+    if found is None or len(found) != len(sample.contexts):
         return None
-    grades = [float(relevance_grade(s)) for s in scores if s is not None]
+    grades = [float(g) for g in found]
     return Graded(grades, [True] * len(grades), list(grades))

@@ -16,7 +16,7 @@ from rag_judge.analysis.relevance_labels import (
     load_relevance,
     relevance_from_dataset,
 )
-from rag_judge.analysis.retrieval_ppi import judge_graded, retrieval_corrections
+from rag_judge.analysis.retrieval_ppi import chunk_grading, judge_graded, retrieval_corrections
 from rag_judge.config import ExperimentConfig
 from rag_judge.errors import ConfigError
 from rag_judge.report.model import Report, ReportWarning, WarningKind
@@ -96,8 +96,12 @@ def read_relevance(cfg: ExperimentConfig) -> dict[str, ChunkGrades]:
 def _correct_retrieval(report: Report, cfg: ExperimentConfig) -> list[ReportWarning]:
     """The retrieval metrics computed from judge grades, corrected with the human chunk grades
     of the labels (analysis/retrieval_ppi.py): their estimates, labels and grade confusion, and
-    a warning for the queries whose grading is incomplete."""
-    if cfg.labels is None or not judge_graded(cfg.evaluators):
+    a warning for the queries whose grading is incomplete; and, labels or not, what the
+    review mode needs to take chunk grades."""
+    if not judge_graded(cfg.evaluators):
+        return []
+    if cfg.labels is None:
+        report.chunk_grading = chunk_grading(cfg.evaluators, cfg.seed, {})
         return []
     ids = set(report.ids())
     relevance = {sid: g for sid, g in read_relevance(cfg).items() if sid in ids}
@@ -108,6 +112,7 @@ def _correct_retrieval(report: Report, cfg: ExperimentConfig) -> list[ReportWarn
         report.labels.setdefault(sid, {}).update(row)
     report.estimates.update(found.estimates)
     report.grade_confusion = found.confusion
+    report.chunk_grading = chunk_grading(cfg.evaluators, cfg.seed, found.grades)
     return found.warnings
 
 

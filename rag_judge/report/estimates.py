@@ -13,6 +13,7 @@ from rag_judge.stats.ppi import PPIMethod
 __all__ = [
     "AUDIT_RESAMPLES",
     "COLLAPSE_SHARE",
+    "ChunkGrading",
     "GradeConfusion",
     "JuryAgreement",
     "LengthStratum",
@@ -88,6 +89,20 @@ class GradeConfusion(BaseModel):
     rubric: str
     queries: int
     matrix: list[list[int]]
+
+
+class ChunkGrading(BaseModel):
+    """What the review's chunk-grades mode needs of a run whose retrieval metrics come from
+    judge grades: the rubric whose per-context verdicts grade the chunks, ``k`` (the deepest
+    cut-off of the metrics a top-k grading corrects), the run's seed (the queue's order), and
+    the people's grades the run read (``human``: by sample id, each query's top k by rank)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rubric: str
+    k: int
+    seed: int = 0
+    human: dict[str, list[int]] = Field(default_factory=dict)
 
 
 class JuryAgreement(BaseModel):

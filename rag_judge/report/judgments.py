@@ -13,6 +13,7 @@ docs/judges.md lists the shapes and their fields.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, TypeAlias
 
@@ -158,6 +159,24 @@ class PerContextJudgment(BaseJudgment):
 
     def parts(self) -> list[BaseJudgment]:
         return list(self.contexts)
+
+    def grades(self) -> list[int] | None:
+        """Each context's verdict as a 0-3 relevance grade (:func:`relevance_grade`), in rank
+        order; None unless every context has a score (a partial grading would rank the rest
+        as irrelevant)."""
+        scores = [j.score for j in self.contexts]
+        if any(s is None for s in scores):
+            return None
+        return [relevance_grade(s) for s in scores if s is not None]
+
+
+def relevance_grade(score: float) -> int:
+    """A 1–5 context_relevance score as a 0–3 relevance grade: 1→0, 2→0, 3→1, 4→2, 5→3.
+
+    Levels 1 (unrelated) and 2 (on topic, but no help) are both "not relevant"; from 3 up each
+    level is one grade. A weighted (non-integer) score is rounded half up first.
+    """
+    return max(0, math.floor(score + 0.5) - 2)
 
 
 class GroundingJudgment(BaseJudgment):

@@ -30,6 +30,7 @@ from pydantic import (
 from rag_judge._version import __version__
 from rag_judge.errors import DataError
 from rag_judge.report.estimates import (
+    ChunkGrading,
     GradeConfusion,
     JuryAgreement,
     LengthStratum,
@@ -72,6 +73,7 @@ __all__ = [
     "SAMPLES_FILE",
     "UNCHECKED",
     "BaseJudgment",
+    "ChunkGrading",
     "ClaimJudgment",
     "Degradation",
     "Direction",
@@ -134,6 +136,9 @@ class Report(BaseModel):
     # Human vs judge chunk grades, when labels graded the chunks of retrieval metrics computed
     # from judge grades (docs/judge-estimates.md); left out otherwise, so a report is as before.
     grade_confusion: GradeConfusion | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Retrieval metrics from judge grades: what the review mode needs to take people's chunk
+    # grades (left out otherwise).
+    chunk_grading: ChunkGrading | None = Field(default=None, exclude_if=lambda v: v is None)
     # Per value of the run's group_by keys (docs/segments.md); left out when it asked for none,
     # so a report without segments is as before.
     segments: list[Segment] = Field(default_factory=list, exclude_if=lambda v: not v)

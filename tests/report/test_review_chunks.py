@@ -15,12 +15,12 @@ import pytest
 
 from rag_judge import Pipeline, Report
 from rag_judge.analysis.relevance_labels import load_relevance
-from rag_judge.analysis.retrieval_ppi import corrected_metrics
+from rag_judge.analysis.retrieval_ppi import chunk_grading, corrected_metrics
 from rag_judge.cli import main
 from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.judge.relevance import relevance_grade
 from rag_judge.report.html import render_html, write_html
-from rag_judge.report.html._review_chunks import MODE, chunk_depth, chunk_json, chunk_review
+from rag_judge.report.html._review_chunks import MODE, chunk_json, chunk_review
 from rag_judge.report.model import PerContextJudgment
 from tests.analysis.test_retrieval_ppi import CONFIG, WORDS
 from tests.report.test_review import (
@@ -123,12 +123,20 @@ def test_k_is_the_deepest_cut_off_the_corrections_use() -> None:
     ):
         ev = RetrievalEvaluator.model_validate({**spec, "relevance_from": "context_relevance"})
         deepest = max(int(s.k) for s in corrected_metrics(ev).values() if s.k is not None)
-        assert chunk_depth([ev]) == deepest
-    assert chunk_depth([RetrievalEvaluator.model_validate({"metrics": ["mrr", "map"]})]) is None
+        found = chunk_grading([ev], 3, {})
+        assert found is not None and found.k == deepest and found.seed == 3
+    bare = RetrievalEvaluator.model_validate({"metrics": ["mrr", "map"]})
+    assert (
+        chunk_grading([bare.model_copy(update={"relevance_from": "context_relevance"})], 0, {})
+        is None
+    )
+    assert (
+        chunk_grading([RetrievalEvaluator.model_validate({"metrics": ["ndcg@5"]})], 0, {}) is None
+    )
 
 
 def test_a_report_without_judge_graded_retrieval_has_no_chunk_mode(graded: Report) -> None:
-    for report in (_synthetic(), graded.model_copy(update={"config": {"name": "bare"}})):
+    for report in (_synthetic(), graded.model_copy(update={"chunk_grading": None})):
         page = render_html(report)
         assert "id=review>" in page  # the rubric review is there
         assert chunk_review(report, range(len(report.samples))) is None

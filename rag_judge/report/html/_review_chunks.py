@@ -2,102 +2,51 @@
 for the retrieval metrics computed from judge grades (``relevance_from``) and corrected by PPI++
 (``analysis/retrieval_ppi.py``, docs/judge-estimates.md).
 
-The mode is offered when the report's config has a retrieval evaluator with ``relevance_from``
-whose metrics have a cut-off, and some sample the page holds has the judge's grade on every
-retrieved chunk. k is the deepest cut-off of the corrected metrics, found as
-``retrieval_ppi.corrected_metrics`` finds them (the layers keep ``report`` from importing
-``analysis``; a test checks the two agree).
+The mode is offered when the run recorded ``report.chunk_grading`` (a retrieval evaluator with
+``relevance_from`` whose metrics have a cut-off) and some sample the page holds has the judge's
+grade on every retrieved chunk. k, the rubric and the people's grades the run read (which
+pre-fill the page) are the run's, in that record.
 
 The queue is a seeded random order, drawn here and not in the page: the ids of the report's
 samples with judge grades, in report order, shuffled by ``random.Random(seed).shuffle`` with
 the run's seed. Every prefix of a random permutation is a random subset, so grading the first m
 gives PPI its random slice. A page that holds only some samples queues those, in that order.
-
-The human grades the run read (a label line's ``relevance``, or the dataset's ``metadata``
-column) are not in report.json, only the metrics they gave. The page is pre-filled from the
-label file or dataset the config names, when it can still be read there; else it starts empty.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
-from pydantic import ValidationError
-
-from rag_judge.data.jsonl import json_lines, read_text
-from rag_judge.data.readers import load_dataset
 from rag_judge.data.sample import Sample
-from rag_judge.errors import RagJudgeError
-from rag_judge.report.model import Report, SampleResult
+from rag_judge.report.model import PerContextJudgment, Report, SampleResult
 
-if TYPE_CHECKING:
-    from rag_judge.evaluators.retrieval import RetrievalEvaluator
-
-__all__ = ["CHUNK_CHARS", "MODE", "chunk_depth", "chunk_json", "chunk_note", "chunk_review"]
+__all__ = ["CHUNK_CHARS", "MODE", "chunk_json", "chunk_note", "chunk_review"]
 
 MODE = "#chunks"  # the rubric selector's value for the mode: no rubric name has a "#"
 CHUNK_CHARS = 4_000  # a chunk's text is cut there (the page stays light; people read it)
 _KEY = "relevance"  # the label file's reserved key (analysis/relevance_labels.py)
-_GRADES = (0, 1, 2, 3)
-
-
-def _judge_graded(report: Report) -> list[RetrievalEvaluator]:
-    """The config's retrieval evaluators graded by a judge; none when it cannot be read."""
-    # Imported here: rag_judge.llm imports the report package, and the evaluators import llm.
-    from rag_judge.evaluators.retrieval import RetrievalEvaluator
-
-    out = []
-    for spec in report.config.get("evaluators") or ():
-        if not isinstance(spec, dict) or spec.get("type") != "retrieval":
-            continue
-        if spec.get("relevance_from") is None:
-            continue
-        try:
-            out.append(RetrievalEvaluator.model_validate(spec))
-        except (ValidationError, RagJudgeError):
-            continue  # a report written by another version: no chunk mode rather than a crash
-    return out
-
-
-def chunk_depth(evaluators: Iterable[RetrievalEvaluator]) -> int | None:
-    """The deepest cut-off of the metrics a top-k grading corrects (those with a cut-off, less
-    judged@k, counts and geometric means), or None when no metric has one."""
-    from rag_judge.metrics.retrieval import is_count, is_geometric, parse_metric
-
-    ks = []
-    for ev in evaluators:
-        for name in ev.metric_names():
-            spec = parse_metric(name.removeprefix(ev.name_prefix))
-            if spec.k is None or spec.family == "judged" or is_count(spec) or is_geometric(spec):
-                continue
-            ks.append(int(spec.k))
-    return max(ks) if ks else None
 
 
 def _judge_grades(result: SampleResult, rubric: str) -> list[int] | None:
     """The judge's 0-3 grade of each of the sample's ranked chunks, or None when the sample
-    is graded by its own judgments or the judge did not grade every chunk."""
-    from rag_judge.judge.relevance import graded_by_judge
-
-    sample = result.sample
-    if sample is None or sample.has_judgments():
+    is graded by its own judgments or the judge did not grade every chunk (as the retrieval
+    evaluator reads them: ``judge/relevance.py``)."""
+    sample, judgment = result.sample, result.judgments.get(rubric)
+    if sample is None or sample.has_judgments() or not isinstance(judgment, PerContextJudgment):
         return None
-    graded = graded_by_judge(sample, result.judgments.get(rubric))
-    return None if graded is None else [int(g) for g in graded.ranked]
+    grades = judgment.grades()
+    return grades if grades is not None and len(grades) == len(sample.contexts) else None
 
 
 def chunk_review(report: Report, indices: Sequence[int]) -> dict[str, object] | None:
     """The chunk mode's data for the samples at ``indices`` (those the page holds), or None
     when the report offers no chunk grading."""
-    evaluators = _judge_graded(report)
-    depth = chunk_depth(evaluators)
-    if depth is None:
+    grading = report.chunk_grading
+    if grading is None:
         return None
-    rubric = str(evaluators[0].relevance_from)
+    rubric, depth = grading.rubric, grading.k
     eligible: list[str] = []
     for result in report.samples:
         if _judge_grades(result, rubric) is not None:
@@ -113,10 +62,10 @@ def chunk_review(report: Report, indices: Sequence[int]) -> dict[str, object] | 
         items.append(_item(result.id, result.sample, grades[:depth]))
     if not items:
         return None
-    seed = _seed(report)
+    seed = grading.seed
     order = list(eligible)
     random.Random(seed).shuffle(order)
-    prefill = _prefill(report, items)
+    prefill = {sid: grades for sid, grades in grading.human.items() if sid in at}
     return {
         "mode": MODE,
         "rubric": rubric,
@@ -169,62 +118,3 @@ def _item(sid: str, sample: Sample, judge: list[int]) -> dict[str, object]:
 
 def _cut(text: str) -> str:
     return text if len(text) <= CHUNK_CHARS else text[: CHUNK_CHARS - 1] + "…"
-
-
-def _seed(report: Report) -> int:
-    seed = report.config.get("seed", 0)  # ExperimentConfig's default
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
-
-
-def _prefill(report: Report, items: Sequence[Mapping[str, Any]]) -> dict[str, list[int | None]]:
-    """The human grades the run read, by rank over each item's top-k chunks (None where a
-    chunk has none); empty when the labels cannot be read any more."""
-    try:
-        found = _read_grades(report)
-    except (OSError, RagJudgeError, ValueError):
-        return {}  # the run reported a bad file; a page written elsewhere starts empty
-    out: dict[str, list[int | None]] = {}
-    for item in items:
-        value = found.get(str(item["id"]))
-        ids = [c["id"] for c in item["chunks"]]
-        if isinstance(value, list):
-            grades = [_grade(v) for v in value[: len(ids)]]
-            grades += [None] * (len(ids) - len(grades))
-        elif isinstance(value, dict):
-            grades = [_grade(value.get(c)) if isinstance(c, str) else None for c in ids]
-        else:
-            continue
-        if any(g is not None for g in grades):
-            out[str(item["id"])] = grades
-    return out
-
-
-def _read_grades(report: Report) -> dict[str, Any]:
-    """Each sample's ``relevance`` value in the labels the config names."""
-    spec = report.config.get("labels")
-    if not isinstance(spec, dict):
-        return {}
-    path, column = spec.get("path"), spec.get("column")
-    if column is not None:  # the dataset's metadata column (the report's samples, or a file)
-        if path is None:
-            rows = {r.id: r.sample.metadata for r in report.samples if r.sample is not None}
-        else:
-            rows = {s.id: s.metadata for s in load_dataset(path)}
-        return {sid: m[column][_KEY] for sid, m in rows.items() if _has(m.get(column))}
-    if path is None or Path(path).suffix.lower() == ".csv":
-        return {}  # a CSV label file cannot hold chunk grades
-    out = {}
-    for _, obj in json_lines(read_text(Path(path)).splitlines()):
-        if isinstance(obj, dict) and _KEY in obj and "id" in obj:
-            out[str(obj["id"])] = obj[_KEY]
-    return out
-
-
-def _has(row: object) -> bool:
-    return isinstance(row, dict) and row.get(_KEY) is not None
-
-
-def _grade(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(value) if float(value).is_integer() and int(value) in _GRADES else None
