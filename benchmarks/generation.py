@@ -1,8 +1,9 @@
-"""Generation metrics: rag-judge's ROUGE and BLEU vs direct rouge-score / sacrebleu calls.
+"""Generation metrics: rag-judge's ROUGE, BLEU, chrF and TER vs rouge-score / sacrebleu calls.
 
     python benchmarks/generation.py                  # 10,000 pairs of ~25 words
     python benchmarks/generation.py --pairs 2000     # smaller
     python benchmarks/generation.py --sections rouge,bleu
+    python benchmarks/generation.py --sections chrf,ter
 
 Times, in one process on the same generated pairs (CPU time, --repeat rounds, interleaved):
   ROUGE  each type alone (texts broken into lines, so rougeLsum works sentence by sentence):
@@ -11,6 +12,9 @@ Times, in one process on the same generated pairs (CPU time, --repeat rounds, in
   BLEU   sentence BLEU per pair + corpus BLEU: BleuEvaluator.evaluate (+ the report's corpus
          score) vs sacrebleu.sentence_bleu per pair + sacrebleu.corpus_bleu; goal >= 3x,
          bit-exact;
+  chrF   (chrF and chrF++) and TER the same way: ChrfEvaluator / TerEvaluator.evaluate (+ the
+         report's corpus score) vs sacrebleu's CHRF / TER object's sentence_score per pair +
+         corpus_score; goal >= 3x, equal (==) sentence and corpus scores;
 in CPU seconds; checks that the numbers are equal and prints reference, ours and the ratio.
 If benchmarks/bertscore.py exists, its ``bertscore_section(args)`` runs too (section
 "bertscore"); an optional ``add_arguments(parser)`` there adds its options to this command line.
@@ -181,6 +185,53 @@ def bleu_section(args: argparse.Namespace, hyps: list[str], refs: list[list[str]
     report("BLEU vs reused BLEU objects", t_ours, t_reused)
 
 
+def sacre_section(
+    args: argparse.Namespace, hyps: list[str], refs: list[list[str]], family: str
+) -> None:
+    """chrF, chrF++ or TER: rag-judge's evaluator against one sacrebleu object per setting."""
+    import sacrebleu
+
+    from rag_judge import Sample
+    from rag_judge.evaluators.sacrebleu import ChrfEvaluator, TerEvaluator
+
+    samples = [
+        Sample(id=str(i), answer=h, references=r) for i, (h, r) in enumerate(zip(hyps, refs))
+    ]
+    width = max(map(len, refs))
+    streams: list[list[Any]] = [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
+    settings: list[tuple[str, Any, Any, str]] = (
+        [
+            ("chrF", sacrebleu.CHRF(), ChrfEvaluator(), "chrf"),
+            ("chrF++", sacrebleu.CHRF(word_order=2), ChrfEvaluator(word_order=2), "chrf++"),
+        ]
+        if family == "chrf"
+        else [
+            ("TER", sacrebleu.TER(), TerEvaluator(), "ter"),
+            ("TER normalized", sacrebleu.TER(normalized=True), TerEvaluator(normalized=True),
+             "ter"),
+        ]
+    )  # fmt: skip
+    cap = 1.0 if family == "chrf" else float("inf")  # rag-judge's chrF is on [0, 1]
+    for name, metric, evaluator, key in settings:
+
+        def direct(metric: Any = metric) -> tuple[list[float], float]:
+            sentence = [metric.sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)]
+            return sentence, metric.corpus_score(hyps, streams).score / 100
+
+        def ours(ev: Any = evaluator, key: str = key) -> tuple[list[float | None], float]:
+            out = ev.evaluate(samples)
+            corpus = out.corpus[key]
+            return out.scores[key], corpus.score(corpus.rows)  # what the report's summary does
+
+        (t_direct, (d_sent, d_corpus)), (t_ours, (o_sent, o_corpus)) = timed(
+            args.repeat, direct, ours
+        )
+        assert o_sent == [min(x, cap) for x in d_sent], name
+        assert o_corpus == min(d_corpus, cap), (o_corpus, d_corpus)
+        note = f"sentence and corpus equal (==), corpus {name} {o_corpus:.4f}"
+        report(f"{name} sentence + corpus", t_ours, t_direct, note, goal=3)
+
+
 def _bertscore_module() -> ModuleType | None:
     """benchmarks/bertscore.py, written separately, if it is there."""
     path = Path(__file__).with_name("bertscore.py")
@@ -202,7 +253,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds (best and median reported)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stem", action="store_true", help="ROUGE with the Porter stemmer")
-    ap.add_argument("--sections", default="rouge,bleu,bertscore", help="comma-separated")
+    ap.add_argument("--sections", default="rouge,bleu,chrf,ter,bertscore", help="comma-separated")
     bertscore = _bertscore_module()
     if bertscore is not None and hasattr(bertscore, "add_arguments"):
         bertscore.add_arguments(ap)
@@ -220,6 +271,9 @@ def main() -> None:
         rouge_section(args, hyps, refs)
     if "bleu" in sections:
         bleu_section(args, hyps, refs)
+    for family in ("chrf", "ter"):
+        if family in sections:
+            sacre_section(args, hyps, refs, family)
     # ---- BERTScore: benchmarks/bertscore.py (another file) provides bertscore_section(args) ----
     if "bertscore" in sections:
         if bertscore is None:

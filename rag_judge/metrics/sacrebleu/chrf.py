@@ -1,25 +1,24 @@
 """chrF and chrF++ as sacrebleu computes them, from per-sample statistics a report can
 bootstrap.
 
-Each pair's statistics are sacrebleu's own (``CHRF._extract_corpus_statistics``, through
-:func:`~rag_judge.metrics.sacrebleu.rows.sacrebleu_rows`); a sentence score is sacrebleu's
+Each pair's statistics are the integers of sacrebleu's ``CHRF._extract_corpus_statistics``,
+counted by :mod:`~rag_judge.metrics.sacrebleu.chrf_port`; a sentence score is sacrebleu's
 score of one row, a corpus score its score of the summed rows, so both equal
 ``sentence_score`` and ``corpus_score`` with the same options. Scores are on [0, 1].
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
 from rag_judge.metrics.optional import require
-from rag_judge.metrics.sacrebleu.rows import SacreStatistics, sacrebleu_rows
+from rag_judge.metrics.sacrebleu.chrf_port import chrf_rows, f_score, f_scores
+from rag_judge.metrics.sacrebleu.rows import SacreStatistics, check_pairs, reference_count
 
 __all__ = [
     "check_chrf_options",
@@ -41,19 +40,11 @@ def check_chrf_options(char_order: int, word_order: int, beta: int) -> None:
         )
 
 
-@functools.lru_cache(maxsize=16)
-def _chrf_scorer(order: int, beta: int, eps_smoothing: bool) -> Any:
-    """A CHRF object for ``_compute_f_score``, which reads only the total order, beta and
-    eps_smoothing (never the references or their cache)."""
-    chrf = require("sacrebleu.metrics.chrf")
-    return chrf.CHRF(char_order=order, word_order=0, beta=beta, eps_smoothing=eps_smoothing)
-
-
 def _chrf(stats: Sequence[float], beta: int, eps_smoothing: bool) -> float:
-    scorer = _chrf_scorer(len(stats) // 3, beta, eps_smoothing)
     # Integer counts, as sacrebleu sums them; the F of exact ones never passes 1 by rounding,
     # but a cap keeps the [0, 1] scale a promise.
-    return min(float(scorer._compute_f_score([int(x) for x in stats])) / 100.0, 1.0)
+    counts = [int(x) for x in stats]
+    return min(f_score(counts, len(counts) // 3, beta, eps_smoothing) / 100.0, 1.0)
 
 
 def chrf_statistics(
@@ -79,8 +70,19 @@ def chrf_statistics(
         whitespace=whitespace,
         eps_smoothing=eps_smoothing,
     )
-    stats = sacrebleu_rows(metric, hypotheses, references)
-    rows = np.array(stats, dtype=np.float64).reshape(len(stats), 3 * (char_order + word_order))
+    check_pairs(hypotheses, references)
+    metric.num_refs = reference_count(references)  # for the signature, as sacrebleu counts
+    stats = chrf_rows(
+        hypotheses,
+        references,
+        char_order=char_order,
+        word_order=word_order,
+        beta=beta,
+        lowercase=lowercase,
+        whitespace=whitespace,
+        eps_smoothing=eps_smoothing,
+    )
+    rows = stats.astype(np.float64)
     return SacreStatistics(
         rows=rows,
         sentence=sentence_chrf_from_rows(rows, beta, eps_smoothing),
@@ -92,7 +94,9 @@ def sentence_chrf_from_rows(
     rows: NDArray[np.float64], beta: int = 2, eps_smoothing: bool = False
 ) -> NDArray[np.float64]:
     """Sentence chrF of each row on [0, 1] (the n-gram orders read from the rows' width)."""
-    return np.array([_chrf(r.tolist(), beta, eps_smoothing) for r in rows], dtype=np.float64)
+    counts = np.asarray(rows).astype(np.int64)
+    f = f_scores(counts, counts.shape[1] // 3, beta, eps_smoothing) / 100.0
+    return np.minimum(f, 1.0)  # the cap of _chrf
 
 
 def corpus_chrf_from_rows(

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SACREBLEU_CHUNK", "SacreStatistics", "check_pairs", "sacrebleu_rows"]
+__all__ = [
+    "SACREBLEU_CHUNK",
+    "SacreStatistics",
+    "check_pairs",
+    "reference_count",
+    "sacrebleu_rows",
+]
 
 SACREBLEU_CHUNK = 5_000  # samples per sacrebleu call: bounds its reference cache
 
@@ -38,6 +44,15 @@ def check_pairs(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) 
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
     if any(not refs for refs in references):
         raise ValueError("every hypothesis needs at least one reference")
+
+
+def reference_count(references: Sequence[Sequence[str]]) -> int:
+    """The ``num_refs`` sacrebleu's signature shows after one call over these pairs: their
+    common number of references, -1 (``nrefs:var``) if it varies, 0 with no pairs."""
+    counts = {len(refs) for refs in references}
+    if not counts:
+        return 0
+    return counts.pop() if len(counts) == 1 else -1
 
 
 def sacrebleu_rows(

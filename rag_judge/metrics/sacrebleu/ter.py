@@ -1,7 +1,8 @@
 """TER as sacrebleu computes it, from per-sample statistics a report can bootstrap.
 
-Each pair's statistics are sacrebleu's own (``TER._extract_corpus_statistics``, through
-:func:`~rag_judge.metrics.sacrebleu.rows.sacrebleu_rows`). Scores are sacrebleu's divided by
+Each pair's statistics are those of sacrebleu's ``TER._extract_corpus_statistics``: its
+tokenizer, then the edit count of :func:`~rag_judge.metrics.sacrebleu.ter_port.ter_edits` (a
+faster port of sacrebleu's shift search, same numbers). Scores are sacrebleu's divided by
 100: an error rate, 0 at best and unbounded above.
 """
 
@@ -16,7 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.metrics.optional import require
-from rag_judge.metrics.sacrebleu.rows import SacreStatistics, sacrebleu_rows
+from rag_judge.metrics.sacrebleu.rows import SacreStatistics, check_pairs, reference_count
+from rag_judge.metrics.sacrebleu.ter_port import ter_edits
 
 __all__ = ["corpus_ter_from_rows", "sentence_ter_from_rows", "ter_statistics"]
 
@@ -51,7 +53,16 @@ def ter_statistics(
         asian_support=asian_support,
         case_sensitive=case_sensitive,
     )
-    stats = sacrebleu_rows(metric, hypotheses, references)
+    check_pairs(hypotheses, references)
+    metric.num_refs = reference_count(references)  # for the signature, as sacrebleu counts
+    split = metric.tokenizer  # sacrebleu's _preprocess_segment is tokenizer(sent.rstrip())
+    stats: list[list[float]] = []
+    for hyp, refs in zip(hypotheses, references):
+        words = split(hyp.rstrip()).split()
+        ref_words = [split(ref.rstrip()).split() for ref in refs]
+        # Fewest edits over the references, over their mean length (sacrebleu's statistics).
+        edits = min(ter_edits(words, ref) for ref in ref_words)
+        stats.append([edits, sum(map(len, ref_words)) / len(ref_words)])
     rows = np.array(stats, dtype=np.float64).reshape(len(stats), 2)
     return SacreStatistics(
         rows=rows,
