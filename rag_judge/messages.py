@@ -29,6 +29,7 @@ __all__ = [
     "did_you_mean",
     "friendly_message",
     "input_problems",
+    "moved_error",
     "redact_url",
     "scrub_url",
     "unknown_key_message",
@@ -38,6 +39,22 @@ __all__ = [
 # mappings (not tuples, sets, dictionaries or model instances).
 _LIST_TYPES = {"list_type", "tuple_type", "set_type", "frozen_set_type", "iterable_type"}
 _MAPPING_TYPES = {"dict_type", "model_type", "model_attributes_type", "dataclass_type"}
+
+
+def moved_error(err: Mapping[str, Any], loc: tuple[int | str, ...]) -> Any:
+    """A pydantic error of one model's validation, at ``loc``, to raise again in another's
+    (``ValidationError.from_exception_data``): an ``InitErrorDetails``. An error type pydantic
+    cannot raise by its name (``path_type``) keeps its message as a custom error."""
+    from pydantic import ValidationError
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    kind: str | PydanticCustomError = err["type"]
+    ctx = err.get("ctx", {})
+    try:
+        ValidationError.from_exception_data("", [InitErrorDetails(type=kind, input=None, ctx=ctx)])
+    except KeyError:
+        kind = PydanticCustomError(err["type"], err["msg"].replace("{", "{{").replace("}", "}}"))
+    return InitErrorDetails(type=kind, loc=loc, input=err["input"], ctx=ctx)
 
 
 def friendly_message(err: Mapping[str, Any]) -> str:

@@ -327,3 +327,17 @@ def test_the_automatic_judged_at_k_is_settled_at_validation() -> None:
     names = [e.metric_names() for e in config.evaluators]
     assert names[1:] == [["ndcg@10", "judged@10"], ["recall@10"]]
     check_metric_names(config.evaluators)
+
+
+def test_an_error_pydantic_cannot_raise_by_name_is_still_a_config_error(tmp_path: Path) -> None:
+    """A mapping where the judge's cache wants a folder path fails with pydantic's 'path_type',
+    which its ValidationError cannot be built from by name: it is a config error naming the
+    line and the field all the same (it was a KeyError traceback)."""
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        "dataset: data.jsonl\nevaluators:\n  - type: judge\n    rubrics: [faithfulness]\n"
+        "    cache: {path: runs/cache}\n"
+    )
+    with pytest.raises(ConfigError, match=r"exp\.yaml:5: evaluators\[0\]\.cache") as err:
+        load_experiments(config)
+    assert "not a valid path" in str(err.value)

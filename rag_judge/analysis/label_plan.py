@@ -117,7 +117,13 @@ class PlanEstimate:
         """A line for a person: the interval, and whether to stop."""
         if self.estimate is None or self.half is None:
             return f"{self.rubric}: no label yet; label {self.next_id} first"
-        where = f"{self.rubric} = {self.estimate:.3f} ± {self.half:.3f} ({self.labels} labels)"
+        if self.labels < MIN_LABELS:  # the sequence's variance is a guess on so few labels
+            where = (
+                f"{self.rubric} = {self.estimate:.3f} ({self.labels} labels; the interval is "
+                f"shown from {MIN_LABELS})"
+            )
+        else:
+            where = f"{self.rubric} = {self.estimate:.3f} ± {self.half:.3f} ({self.labels} labels)"
         if self.reached:
             return f"{where}; stop: ±{h:g} reached"
         if self.next_id is None:

@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 SCALE = (0.0, 1.0)
+# Families whose value at k reads only the top k chunks; the others (recall, NDCG, F1, MAP@k)
+# divide by what the whole retrieved list holds, so they need every retrieved chunk graded.
+TOP_K_ONLY = frozenset({"precision", "hit_rate", "dcg", "mrr"})
 
 
 @dataclass
@@ -90,8 +93,9 @@ def chunk_grading(
     if not graded:
         return None
     depth = max(int(s.k) for _, specs in graded for s in specs.values() if s.k is not None)
+    whole = any(s.family not in TOP_K_ONLY for _, specs in graded for s in specs.values())
     rubric = str(graded[0][0].relevance_from)
-    return ChunkGrading(rubric=rubric, k=depth, seed=seed, human=dict(human))
+    return ChunkGrading(rubric=rubric, k=depth, whole=whole, seed=seed, human=dict(human))
 
 
 def retrieval_corrections(
@@ -109,6 +113,7 @@ def retrieval_corrections(
     matrix = [[0] * len(GRADES) for _ in GRADES]
     confused: set[str] = set()
     left_out: dict[str, str] = {}
+    top_only: set[tuple[str, str]] = set()  # (query, metric) left out: only its top k graded
     rubric = None
     for ev in judge_graded(evaluators):
         specs = corrected_metrics(ev)
@@ -118,6 +123,7 @@ def retrieval_corrections(
         depth = int(max(s.k for s in specs.values() if s.k is not None))
         f_values: dict[str, dict[str, float]] = {m: {} for m in specs}
         human: dict[str, list[int]] = {}
+        whole: set[str] = set()  # queries whose every retrieved chunk was graded
         for result in report.samples:
             sample = result.sample
             if sample is None or sample.has_judgments() or ev.relevance_from is None:
@@ -137,6 +143,8 @@ def retrieval_corrections(
                 left_out[result.id] = str(exc)
                 continue
             human[result.id] = grades
+            if len(grades) >= len(sample.contexts):
+                whole.add(result.id)
             if ev.relevance_from == rubric and result.id not in out.grades:
                 out.grades[result.id] = grades
             if ev.relevance_from == rubric and result.id not in confused:
@@ -144,6 +152,10 @@ def retrieval_corrections(
                 for h, j in zip(grades, llm.ranked, strict=False):
                     matrix[h][int(j)] += 1
         y_values = _human_values(ev, specs, human)
+        for m, spec in specs.items():
+            if spec.family not in TOP_K_ONLY:
+                y_values[m] = {sid: y for sid, y in y_values[m].items() if sid in whole}
+                top_only.update((sid, m) for sid in human if sid not in whole)
         for m in specs:
             for sid, y in y_values[m].items():
                 if sid in f_values[m]:
@@ -153,7 +165,7 @@ def retrieval_corrections(
                 out.estimates[m] = estimate
     if confused and rubric is not None:
         out.confusion = GradeConfusion(rubric=rubric, queries=len(confused), matrix=matrix)
-    out.warnings = _left_out_warning(left_out)
+    out.warnings = _left_out_warning(left_out) + _top_only_warning(top_only)
     return out
 
 
@@ -230,6 +242,31 @@ def _left_out_warning(left_out: Mapping[str, str]) -> list[ReportWarning]:
         kind=WarningKind.PARTIAL_GRADES,
         metric="relevance",
         value=len(left_out),
+        threshold=0,
+        message=message,
+    )
+    return [warning]
+
+
+def _top_only_warning(top_only: set[tuple[str, str]]) -> list[ReportWarning]:
+    """A warning for the queries whose people graded only the top k of more retrieved chunks:
+    left out of the metrics that read the whole list (a relevant chunk below k that nobody
+    graded would be missing from their ideal ranking, and Y would measure something else)."""
+    if not top_only:
+        return []
+    queries = sorted({sid for sid, _ in top_only})
+    metrics = sorted({m for _, m in top_only})
+    message = (
+        f"{len(queries)} queries with human chunk grades graded only their top k of more "
+        f"retrieved chunks (e.g. {queries[0]!r}): they are left out of {', '.join(metrics)}, "
+        "which read every retrieved chunk (grade them all to use them there); the estimates "
+        "of those metrics use the other labelled queries, which are then no longer quite a "
+        "random subset."
+    )
+    warning = ReportWarning(
+        kind=WarningKind.PARTIAL_GRADES,
+        metric="relevance",
+        value=len(queries),
         threshold=0,
         message=message,
     )

@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--plan gives the plan)",
     )  # fmt: skip
     p.add_argument("--rubric", help="the 1-5 rubric (default: the report's first)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the order and draws (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the order and draws (default 0)")
     p.add_argument(
         "--confidence", type=float, metavar="LEVEL",
         help="level of the confidence sequence (default: the report's)",
@@ -61,8 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_label_plan(args: argparse.Namespace) -> int:
     report = Report.load(args.report)
-    folder = args.report.parent
+    folder = args.report if args.report.is_dir() else args.report.parent
     if args.plan is not None:
+        _plan_options_unused(args)
         plan = LabelPlan.load(args.plan)
         if plan.report != report_key(report):
             raise ConfigError(f"{args.plan} is a plan for report {plan.report!r}, not this one")
@@ -73,12 +74,12 @@ def run_label_plan(args: argparse.Namespace) -> int:
             report,
             args.target_halfwidth,
             rubric=args.rubric,
-            seed=args.seed,
+            seed=0 if args.seed is None else args.seed,
             confidence=args.confidence,
             rate=args.rate,
         )
         out = args.out or folder / "plan.json"
-        out.write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _write(out, plan.model_dump_json(indent=2) + "\n")
         queue = plan.queue()
         shown = ", ".join(queue[:_SHOWN]) + (", ..." if len(queue) > _SHOWN else "")
         print(
@@ -86,8 +87,14 @@ def run_label_plan(args: argparse.Namespace) -> int:
             f"(rate {plan.rate:g}, pi by {plan.rule}) for ±{plan.target_halfwidth:g} at "
             f"{plan.confidence:.0%}; plan written to {out}\nlabel in this order: {shown}"
         )
+        if args.rate is None and plan.rate >= 1.0:
+            print(
+                f"the projection does not reach ±{plan.target_halfwidth:g} below rate 1: every "
+                "sample is queued, and ±H may be out of reach even with every label"
+            )
     if args.html is not None:
         page = folder / "review.html" if args.html is True else args.html
+        _folder_of(page)
         write_html(report, page, plan=page_plan(plan))
         print(f"review page following the plan: {page}")
     if args.labels is not None:
@@ -99,3 +106,28 @@ def run_label_plan(args: argparse.Namespace) -> int:
                 "(a label the plan did not ask for would bias the estimate)"
             )
     return 0
+
+
+def _plan_options_unused(args: argparse.Namespace) -> None:
+    """With --plan, the options that make a plan would be silently ignored: refuse them."""
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("target_halfwidth", "rubric", "seed", "confidence", "rate")
+        if getattr(args, name) is not None
+    ]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: the plan given by --plan fixes them; make a new plan to change "
+            "them (a plan changed after seeing labels biases the estimate)"
+        )
+
+
+def _folder_of(path: Path) -> None:
+    """An error naming ``path`` when its folder does not exist (before anything is written)."""
+    if not path.parent.is_dir():
+        raise ConfigError(f"{path}: folder {path.parent} does not exist")
+
+
+def _write(path: Path, text: str) -> None:
+    _folder_of(path)
+    path.write_text(text, encoding="utf-8")

@@ -22,6 +22,7 @@ from rag_judge.evaluators.retrieval import RetrievalEvaluator
 from rag_judge.evaluators.rouge import RougeEvaluator
 from rag_judge.evaluators.sacrebleu import BleuEvaluator, ChrfEvaluator, TerEvaluator
 from rag_judge.evaluators.tools import ToolsEvaluator
+from rag_judge.messages import moved_error
 
 __all__ = [
     "EVALUATORS",
@@ -102,12 +103,7 @@ def validate_evaluators(items: Any) -> Any:
         try:
             out.append(cls.model_validate(raw))
         except ValidationError as exc:
-            errors += [
-                InitErrorDetails(
-                    type=e["type"], loc=(i, *e["loc"]), input=e["input"], ctx=e.get("ctx", {})
-                )
-                for e in exc.errors()
-            ]
+            errors += [moved_error(e, (i, *e["loc"])) for e in exc.errors()]
     if errors:
         raise ValidationError.from_exception_data("evaluators", errors)
     return out

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_core import InitErrorDetails
 
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.llm import ClientConfig, JudgeEngine, make_client, make_engine
 from rag_judge.llm.base import ChatMessage, CompletionRequest, LLMClient
 from rag_judge.llm.cache import CacheOption, SqliteCache, cache_file
 from rag_judge.llm.providers import check_capabilities, check_client
+from rag_judge.messages import moved_error
 from rag_judge.report.model import JudgeName
 
 __all__ = [
@@ -200,13 +200,9 @@ def _fields(judge: Judge) -> dict[str, Any]:
 
 
 def _flat_errors(exc: ValidationError) -> ValidationError:
+    """``exc`` with the ``judge`` part of each location dropped (the config file has none)."""
     details = [
-        InitErrorDetails(
-            type=e["type"],
-            loc=tuple(e["loc"][1:]) if e["loc"][:1] == ("judge",) else tuple(e["loc"]),
-            input=e["input"],
-            ctx=e.get("ctx", {}),
-        )
+        moved_error(e, tuple(e["loc"][1:]) if e["loc"][:1] == ("judge",) else tuple(e["loc"]))
         for e in exc.errors(include_url=False)
     ]
     return ValidationError.from_exception_data(exc.title, details)

@@ -94,13 +94,16 @@ class GradeConfusion(BaseModel):
 class ChunkGrading(BaseModel):
     """What the review's chunk-grades mode needs of a run whose retrieval metrics come from
     judge grades: the rubric whose per-context verdicts grade the chunks, ``k`` (the deepest
-    cut-off of the metrics a top-k grading corrects), the run's seed (the queue's order), and
-    the people's grades the run read (``human``: by sample id, each query's top k by rank)."""
+    cut-off of the metrics a top-k grading corrects), whether a query needs every retrieved
+    chunk graded (``whole``: a corrected metric such as R@k or NDCG@k reads the whole list), the
+    run's seed (the queue's order), and the people's grades the run read (``human``: by sample
+    id, by rank)."""
 
     model_config = ConfigDict(frozen=True)
 
     rubric: str
     k: int
+    whole: bool = False
     seed: int = 0
     human: dict[str, list[int]] = Field(default_factory=dict)
 

@@ -200,3 +200,32 @@ def test_label_file_errors_name_the_line_and_the_field(tmp_path: Path) -> None:
     csv.write_text("id,faithfulness,relevance\nq1,4,2\n")
     with pytest.raises(DataError, match=r"labels\.csv:1: column 'relevance'"):
         load_relevance(csv)
+
+
+def test_a_top_k_grading_of_a_longer_list_corrects_only_what_reads_the_top_k(
+    tmp_path: Path,
+) -> None:
+    """Five chunks retrieved, metrics at k = 3: a query graded on its top 3 alone counts for
+    P@3 (which reads only them) but not for R@3 or NDCG@3, whose ideal needs every retrieved
+    chunk graded (an ungraded relevant chunk at rank 4 would be missing from it)."""
+    folder = tmp_path / "k3"
+    folder.mkdir()
+    _dataset(folder)
+    config = CONFIG.replace(
+        "[ndcg@5, precision@5, recall@5, mrr]", "[ndcg@3, precision@3, recall@3]"
+    )
+    (folder / "exp.yaml").write_text(config)
+    whole = {f"q{i:02d}": [1, 0, 0, 2, 0] for i in range(4)}  # a relevant chunk at rank 4
+    top = {f"q{i:02d}": [1, 0, 0] for i in range(4, 8)}
+    rows = [{"id": sid, "relevance": g} for sid, g in {**whole, **top}.items()]
+    (folder / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = Pipeline.from_yaml(folder / "exp.yaml").run().report
+    assert report.estimates["precision@3"].n_labelled == 8
+    for metric in ("recall@3", "ndcg@3"):
+        assert report.estimates[metric].n_labelled == 4, metric
+        assert metric not in report.labels["q05"]
+    assert report.labels["q01"]["recall@3"] == pytest.approx(0.5)  # 1 of the 2 relevant chunks
+    assert report.labels["q05"]["precision@3"] == pytest.approx(1 / 3)
+    warned = [w for w in report.warnings if w.kind is WarningKind.PARTIAL_GRADES]
+    assert len(warned) == 1 and warned[0].value == 4
+    assert "graded only their top k" in warned[0].message and "recall@3" in warned[0].message

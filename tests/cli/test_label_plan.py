@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_judge.analysis.calibration import load_labels
 from rag_judge.analysis.label_plan import (
     LabelPlan,
     estimate_plan,
@@ -18,6 +19,7 @@ from rag_judge.analysis.label_plan import (
 from rag_judge.cli import main
 from rag_judge.report.html._review import uncertainty
 from rag_judge.report.model import RubricJudgment
+from rag_judge.stats.active_ppi import MIN_LABELS, MIX
 from tests import REPO
 from tests.report.test_review_plan import plan_report, truth
 
@@ -43,7 +45,7 @@ def test_the_plan_is_seeded_and_favours_the_uncertain(report_path: Path) -> None
     assert sorted(i.id for i in plan.stream) == [r.id for r in report.samples]
     pi = {i.id: i.pi for i in plan.stream}
     split, sure = pi["q004"], pi["q000"]  # every fifth sample's jury is split
-    assert split > sure >= 0.2 * 0.4 and np.mean(list(pi.values())) == pytest.approx(0.4)
+    assert split > sure >= MIX * 0.4 and np.mean(list(pi.values())) == pytest.approx(0.4)
     # the queue: exactly those whose seeded draw fell under their pi, in stream order
     assert plan.queue() == [i.id for i in plan.stream if i.queued]
 
@@ -135,3 +137,37 @@ def test_the_docs_worked_example(
         outputs.append(f"$ rag-judge {estimate}\n{capsys.readouterr().out}")
     assert outputs[0] in docs
     assert "".join(outputs[1:]) in docs
+
+
+def test_a_run_folder_gets_the_plan_and_the_page(
+    report_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = report_path.parent
+    args = ["label-plan", str(folder), "--target-halfwidth", "0.5", "--rate", "0.4", "--html"]
+    assert main(args) == 0
+    assert (folder / "plan.json").is_file() and (folder / "review.html").is_file()
+    assert f"plan written to {folder / 'plan.json'}" in capsys.readouterr().out
+
+
+def test_options_that_make_a_plan_are_refused_with_one(
+    report_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "plan.json"
+    assert main(["label-plan", str(report_path), "--target-halfwidth", "0.5", "--rate", "0.4"]) == 0
+    capsys.readouterr()
+    assert main(["label-plan", str(report_path), "--plan", str(plan), "--rate", "0.9"]) == 2
+    assert "--rate: the plan given by --plan fixes them" in capsys.readouterr().err
+    missing = tmp_path / "nowhere" / "plan.json"
+    made = ["label-plan", str(report_path), "--target-halfwidth", "0.5", "--out", str(missing)]
+    assert main(made) == 2
+    assert f"folder {missing.parent} does not exist" in capsys.readouterr().err
+
+
+def test_the_interval_is_shown_from_the_minimum_labels(tmp_path: Path) -> None:
+    plan = make_plan(plan_report(), 0.5, seed=3, rate=0.4)
+    queue = plan.queue()
+    for n, shown in ((3, False), (MIN_LABELS, True)):
+        labels = load_labels(_labels(tmp_path / f"{n}.jsonl", queue[:n]))
+        status = estimate_plan(plan, labels).status(0.5)
+        assert ("±" in status) is shown, status
+        assert (f"shown from {MIN_LABELS}" in status) is not shown

@@ -242,3 +242,22 @@ def test_grade_two_queries_with_keys_and_calibrate_the_export(
     assert browser.find_element(By.ID, "rv-card").is_displayed()
     assert not browser.find_element(By.ID, "rv-ccard").is_displayed()
     _no_console_errors(browser)
+
+
+def test_the_card_holds_every_chunk_when_a_metric_reads_the_whole_list(graded: Report) -> None:
+    """k = 3 over five retrieved chunks: P@3 alone needs the top 3 graded; with R@3 (whose
+    ideal reads the whole list) the card holds all five, and a top-3 grading pre-fills the
+    first three."""
+    top = RetrievalEvaluator.model_validate(
+        {"metrics": ["precision@3"], "relevance_from": "context_relevance"}
+    )
+    whole = top.model_copy(update={"metrics": ("precision@3", "recall@3")})
+    for ev, shown in ((top, 3), (whole, 5)):
+        grading = chunk_grading([ev], SEED, {PREFILLED: [1, 0, 2]})
+        assert grading is not None and grading.k == 3 and grading.whole is (shown == 5)
+        data = chunk_review(graded.model_copy(update={"chunk_grading": grading}), range(N))
+        assert data is not None
+        items: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
+        assert {len(it["chunks"]) for it in items} == {shown}
+        prefill = [1, 0, 2, *[None] * (shown - 3)]
+        assert data["labels"] == {PREFILLED: {"relevance": prefill}}

@@ -5,7 +5,8 @@ for the retrieval metrics computed from judge grades (``relevance_from``) and co
 The mode is offered when the run recorded ``report.chunk_grading`` (a retrieval evaluator with
 ``relevance_from`` whose metrics have a cut-off) and some sample the page holds has the judge's
 grade on every retrieved chunk. k, the rubric and the people's grades the run read (which
-pre-fill the page) are the run's, in that record.
+pre-fill the page) are the run's, in that record. The card shows the top k chunks, or every
+retrieved chunk when a corrected metric reads the whole list (``whole``: R@k, NDCG@k).
 
 The queue is a seeded random order, drawn here and not in the page: the ids of the report's
 samples with judge grades, in report order, shuffled by ``random.Random(seed).shuffle`` with
@@ -59,17 +60,23 @@ def chunk_review(report: Report, indices: Sequence[int]) -> dict[str, object] | 
         if grades is None or result.sample is None or result.id in at:
             continue
         at[result.id] = len(items)
-        items.append(_item(result.id, result.sample, grades[:depth]))
+        # Every retrieved chunk when a corrected metric reads the whole list (R@k, NDCG@k).
+        items.append(_item(result.id, result.sample, grades if grading.whole else grades[:depth]))
     if not items:
         return None
     seed = grading.seed
     order = list(eligible)
     random.Random(seed).shuffle(order)
-    prefill = {sid: grades for sid, grades in grading.human.items() if sid in at}
+    prefill: dict[str, list[int | None]] = {}
+    for sid, human in grading.human.items():
+        if sid in at:  # by rank, an ungraded chunk (beyond the grading) None
+            shown = len(items[at[sid]]["chunks"])  # type: ignore[arg-type]
+            prefill[sid] = [*human[:shown], *[None] * (shown - len(human))]
     return {
         "mode": MODE,
         "rubric": rubric,
         "k": depth,
+        "whole": grading.whole,
         "seed": seed,
         "items": items,
         "queue": [at[sid] for sid in order if sid in at],
@@ -83,11 +90,12 @@ def chunk_note(data: Mapping[str, object]) -> str:
     queue, total = data["queue"], data["total"]
     assert isinstance(queue, list) and isinstance(total, int)
     held = "" if len(queue) == total else f" (the {len(queue):,} of {total:,} this page holds)"
+    which = "retrieved chunk" if data.get("whole") else f"of the top {data['k']} chunks"
     return (
         f"Chunk grades: the queue is the samples with the judge's chunk grades{held} in a "
         f"seeded random order (random.Random({data['seed']}).shuffle of their ids, the run's "
         f"seed), so the first m graded are a random slice for the corrected retrieval metrics; "
-        f"grade from the top, every one of the top {data['k']} chunks of each. Keys: j or ↓ "
+        f"grade from the top, every {which} of each. Keys: j or ↓ "
         "next chunk, k or ↑ previous, 0–3 grade it (then on to the next), Backspace clears, "
         "n or → next query, b or ← back."
     )
