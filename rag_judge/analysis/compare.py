@@ -255,7 +255,7 @@ def compare_reports(
             direction=new.summary[m].direction,
         )
         if bridge is not None and m in bridged and len(found.base):
-            b = bridged_diff(bridge, m, found.base, found.new, options.confidence)
+            b = bridged_diff(bridge, m, found.base, found.new, options.confidence, found.ids)
             out.metrics[m] = replace(out.metrics[m], **b.fields())
     return out
 
@@ -393,7 +393,10 @@ def _notes(comp: Comparison) -> list[str]:
                 "paired tests use the per-sample (sentence-level) values"
             )
         if mc.bridged:
-            notes.append(f"{name}*: base bridged to the new judge's scale ({mc.bridged})")
+            notes.append(
+                f"{name}*: base bridged to the new judge's scale ({mc.bridged}); CI: bridged "
+                "t interval, p: t test (not the footer's bootstrap and sign-flip test)"
+            )
         elif mc.signature_differs:
             notes.append(f"{name}*: the two reports computed it with different options")
     if comp.metrics_only_in_base:

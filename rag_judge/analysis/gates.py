@@ -130,6 +130,9 @@ class RegressionRule:
     confidence: float = CompareOptions.confidence
     allow_judge_change: bool = False
     bridge: Bridge | None = None
+    # what a refusal calls the two reports (``gate`` passes their paths)
+    baseline_label: str = "baseline"
+    report_label: str = "report"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.max_drop) and self.max_drop >= 0):
@@ -186,7 +189,8 @@ def check_gates(
         shared = [m for m in names if m in report.summary and m in regression.baseline.summary]
         bridged = check_judge_change(
             regression.baseline, report, shared, allow=regression.allow_judge_change,
-            bridge=regression.bridge, base_label="baseline", new_label="report",
+            bridge=regression.bridge, base_label=regression.baseline_label,
+            new_label=regression.report_label,
         )  # fmt: skip
         checks += [_regression(report, regression, name, name in bridged) for name in names]
     return GateResult(checks)
@@ -314,7 +318,9 @@ def _regression(new: Report, rule: RegressionRule, name: str, bridged: bool) -> 
     new_mean = math.fsum(new_scores.tolist()) / paired
     through = None
     if bridged and rule.bridge is not None:  # the baseline on the new judge's scale
-        through = bridged_diff(rule.bridge, name, base_scores, new_scores, rule.confidence)
+        through = bridged_diff(
+            rule.bridge, name, base_scores, new_scores, rule.confidence, found.ids
+        )
         base_mean = through.base_mean
         pairing += f", baseline bridged: {through.note}"
     floor = base_mean - sign * rule.max_drop

@@ -165,19 +165,20 @@ class BridgedDiff:
 
 def bridged_diff(
     bridge: Bridge, metric: str, base: NDArray[np.float64], new: NDArray[np.float64],
-    confidence: float,
+    confidence: float, ids: Sequence[str] | None = None,
 ) -> BridgedDiff:  # fmt: skip
-    """``metric``'s paired scores (BASE's by the old judge, NEW's by the new one) compared
-    through the bridge: :func:`~rag_judge.analysis.bridge.bridged_difference`."""
+    """``metric``'s paired scores (BASE's by the old judge, NEW's by the new one, of the samples
+    ``ids``) compared through the bridge's cross-fitted map:
+    :func:`~rag_judge.analysis.bridge.bridged_difference`."""
     rubric = bridge.rubrics[metric]
-    g = rubric.chosen()
-    delta = new - g.predict(base)
-    d, s, q = bridged_difference(delta, rubric.residuals(), g.df, confidence)
+    cf = rubric.cross_fit()
+    delta = new - cf.predict(base, ids)
+    d, s, q = bridged_difference(delta, cf.residuals, confidence)
     diff, se, quantile = float(d), float(s), float(q)
-    df = max(len(rubric.old) - g.df, 1)
+    df = max(len(rubric.old) - 1, 1)
     p = None if se == 0 else 1.0 - t_coverage(abs(diff) / se, df)
     ok = math.isfinite(se)
-    note = f"{g.kind} map, n={len(rubric.old)} pairs, seed {bridge.seed}"
+    note = f"{rubric.mapping} map, n={len(rubric.old)} pairs, seed {bridge.seed}"
     return BridgedDiff(
         diff=diff,
         base_mean=float(new.mean()) - diff,

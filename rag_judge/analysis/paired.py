@@ -28,12 +28,14 @@ def cluster_sums(d: NDArray[np.float64], clusters: Sequence[str]) -> NDArray[np.
 @dataclass(frozen=True)
 class Paired:
     """A metric's scores in two reports, index-aligned over what both scored; ``clusters``
-    gives each pair's conversation for a metric scored per turn or step (else None)."""
+    gives each pair's conversation for a metric scored per turn or step (else None); ``ids``
+    each pair's id."""
 
     base: NDArray[np.float64]
     new: NDArray[np.float64]
     missing: int
     clusters: list[str] | None = None
+    ids: list[str] | None = None
 
 
 def paired(base: Report, new: Report, metric: str) -> Paired:
@@ -47,7 +49,8 @@ def paired(base: Report, new: Report, metric: str) -> Paired:
     arr = np.array([(b, v) for _, b, v in kept], dtype=np.float64).reshape(-1, 2)
     owners = base.clusters(metric)
     clusters = None if owners is None else [owners[i] for i, _, _ in kept]
-    return Paired(arr[:, 0], arr[:, 1], len(pairs) - len(kept), clusters)
+    ids = [i for i, _, _ in kept]
+    return Paired(arr[:, 0], arr[:, 1], len(pairs) - len(kept), clusters, ids)
 
 
 def _finite(value: float | None) -> bool:

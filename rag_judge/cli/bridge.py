@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
-from rag_judge.analysis.bridge import Bridge, RubricBridge, fit_rubric
+from rag_judge.analysis.bridge import FOLDS, MIN_PAIRS, Bridge, RubricBridge, fit_rubric
 from rag_judge.cli._args import positive_int
 from rag_judge.config import load_config
 from rag_judge.errors import ConfigError
-from rag_judge.pipeline.rejudge import judged_samples, rejudge, seeded_subset
+from rag_judge.pipeline.rejudge import judge_config, judged_samples, rejudge, seeded_subset
 from rag_judge.report.format import MISSING, Column, Table, markdown_table, num, text_table
 from rag_judge.report.model import Report
 
@@ -53,36 +54,45 @@ def make_bridge(
         raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
     old = Report.load(old_path)
     config = load_config(config_path)
-    samples = {s.id: s for s in judged_samples(old)}
-    ids = seeded_subset(list(samples), n, seed)
-    result = rejudge(config, [samples[i] for i in ids]).report
-    judged = [m for m, s in old.signatures.items() if s.judged_by and m in result.summary]
+    # Which metrics both judges score is known from the configs: checked before any call.
+    names = {m for e in judge_config(config).evaluators for m in e.metric_names()}
+    olds = [m for m, s in old.signatures.items() if s.judged_by]
+    judged = [m for m in olds if m in names]
     if not judged:
         raise ConfigError(
             f"no judge metric of {old_path} is scored by {config_path}'s judges "
-            f"(old: {', '.join(m for m, s in old.signatures.items() if s.judged_by) or 'none'};"
-            f" new: {', '.join(result.summary) or 'none'})"
+            f"(old: {', '.join(olds) or 'none'}; new: {', '.join(sorted(names)) or 'none'})"
         )
+    samples = {s.id: s for s in judged_samples(old)}
+    ids = seeded_subset(list(samples), n, seed)
+    result = rejudge(config, [samples[i] for i in ids]).report
     rubrics: dict[str, RubricBridge] = {}
+    skipped: dict[str, str] = {}
     for m in judged:
         before, after = old.column(m), result.column(m)
         pairs = [(i, before.get(i), after.get(i)) for i in ids]
         kept = [(i, a, b) for i, a, b in pairs if a is not None and b is not None]
         kept = [(i, a, b) for i, a, b in kept if math.isfinite(a) and math.isfinite(b)]
-        everyone = [v for v in before.values() if v is not None and math.isfinite(v)]
+        if len(kept) < 3:  # one metric without pairs does not cost the others theirs
+            skipped[m] = f"{len(kept)} pairs scored by both judges; a bridge needs 3"
+            continue
+        everyone = [(i, v) for i, v in before.items() if v is not None and math.isfinite(v)]
         rubrics[m] = fit_rubric(
             m, [i for i, _, _ in kept], [a for _, a, _ in kept], [b for _, _, b in kept],
-            everyone,
+            [v for _, v in everyone], all_ids=[i for i, _ in everyone],
             scale=old.summary[m].scale, confidence=confidence, resamples=resamples, seed=seed,
             # a 1-5 rubric's [0, 1] twin is as stepped as the rubric
             monotone=True if old.summary[m].normalises else None,
         )  # fmt: skip
+    if not rubrics:
+        lines = "; ".join(f"{m}: {why}" for m, why in skipped.items())
+        raise ConfigError(f"no judge metric could be bridged ({lines})")
     return Bridge(
         old_report=str(old_path), new_config=str(config_path), seed=seed, n=n,
         confidence=confidence, resamples=resamples, ids=ids,
-        old_signatures={m: old.signatures[m] for m in judged},
-        new_signatures={m: result.signatures[m] for m in judged},
-        rubrics=rubrics, usage=result.usage,
+        old_signatures={m: old.signatures[m] for m in rubrics},
+        new_signatures={m: result.signatures[m] for m in rubrics},
+        rubrics=rubrics, skipped=skipped, usage=result.usage,
     )  # fmt: skip
 
 
@@ -93,6 +103,15 @@ def run_bridge(args: argparse.Namespace) -> int:
     )  # fmt: skip
     folder = args.old if args.old.is_dir() else args.old.parent
     out = bridge.save(args.out if args.out is not None else folder / "bridge.json")
+    for m, why in bridge.skipped.items():
+        print(f"warning: {m} not bridged ({why}); compare refuses it", file=sys.stderr)
+    for m, r in bridge.rubrics.items():
+        if len(r.old) < MIN_PAIRS:
+            print(
+                f"warning: {m}: {len(r.old)} pairs, fewer than {MIN_PAIRS}; the interval's "
+                "coverage is not what docs/judge-estimates.md measures",
+                file=sys.stderr,
+            )
     if args.format == "json":
         print(bridge.model_dump_json(indent=2))
         return 0
@@ -131,8 +150,9 @@ def bridge_table(bridge: Bridge) -> Table:
         f"subset: {len(bridge.ids)} samples of {bridge.old_report}, seed {bridge.seed}; "
         f"judged by {bridge.new_config}: {usage.requests} requests, {usage.cache_hits} "
         f"cached" + ("" if usage.cost is None else f", cost ${usage.cost:.4f}"),
-        "OLD on new scale: mean_N(g(old)) + mean_n(new - g(old)) over OLD's scored samples; "
-        f"intervals: percentile bootstrap, {bridge.resamples} resamples, seed {bridge.seed}",
+        "OLD on new scale: mean_N(h(old)) + mean_n(new - g_k(old)), cross-fitted over "
+        f"{FOLDS} seeded folds, with a t interval; map intervals: percentile bootstrap, "
+        f"{bridge.resamples} resamples, seed {bridge.seed}",
     ]
     return Table(f"bridge: {bridge.old_report} -> {bridge.new_config}", columns, rows, notes)
 

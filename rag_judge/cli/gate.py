@@ -129,6 +129,8 @@ def run_gate(args: argparse.Namespace) -> int:
             confidence=args.confidence,
             allow_judge_change=args.allow_judge_change,
             bridge=load_bridge(args),
+            baseline_label=str(args.baseline),
+            report_label=str(args.report),
         )
     elif args.bridge is not None or args.allow_judge_change:
         raise ConfigError("--bridge and --allow-judge-change need --baseline")

@@ -111,3 +111,75 @@ def test_run_run_bridge_compare_and_gate(tmp_path: Path, capsys) -> None:
     # a bridge whose old judge is not BASE's is an error, not a silent translation
     assert main(["compare", str(new), str(old), "--bridge", bridge_path]) == 2
     assert "the bridge's old judge is not" in capsys.readouterr().err
+
+
+def picky(body: dict[str, Any]) -> str:
+    """``judge``, except that the new judge cannot score the ``tone`` rubric (no JSON)."""
+    text = "\n".join(str(m.get("content")) for m in body["messages"])
+    if body["model"] == "judge-new" and "ZZTONEZZ" in text:
+        return "no verdict here"
+    return judge(body)
+
+
+def two_rubrics(folder: Path, url: str, model: str) -> Path:
+    path = folder / f"{model}-2.yaml"
+    path.write_text(
+        f"name: {model}\ndataset: {DEMO}\nevaluators:\n"
+        "  - type: judge\n    rubrics:\n      - faithfulness\n"
+        "      - {name: tone, criteria: ZZTONEZZ, levels: {1: a, 2: b, 3: c, 4: d, 5: e}}\n"
+        "    cache: null\n    reask: 0\n"
+        f"    client: {{provider: openai, model: {model}, base_url: '{url}'}}\n"
+    )
+    return path
+
+
+@pytest.mark.usefixtures("api_key")
+def test_no_shared_judge_metric_fails_before_any_call(tmp_path: Path, capsys) -> None:
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(f"name: plain\ndataset: {DEMO}\nevaluators:\n  - type: rouge\n")
+    with FakeOpenAIServer(judge) as srv:
+        new_cfg = config(tmp_path, srv.base_url, "judge-new")
+        old_cfg = config(tmp_path, srv.base_url, "judge-old")
+        nojudge, old = tmp_path / "nojudge", tmp_path / "old"
+        assert main(["run", "--quiet", str(plain), "--out", str(nojudge)]) == 0
+        assert main(["run", "--quiet", str(old_cfg), "--out", str(old)]) == 0
+        other = tmp_path / "other.yaml"  # a judge, but of another rubric
+        other.write_text(config(tmp_path, srv.base_url, "judge-new").read_text().replace(
+            "[faithfulness]", "[correctness]"))  # fmt: skip
+        capsys.readouterr()
+        before = srv.received
+        assert main(["bridge", str(nojudge), "--judge", str(new_cfg)]) == 2
+        assert "no judge metric of" in capsys.readouterr().err
+        assert main(["bridge", str(old), "--judge", str(other)]) == 2
+        assert "old: faithfulness, faithfulness_norm" in capsys.readouterr().err
+        assert srv.received == before  # nothing paid for a bridge that cannot be made
+
+
+@pytest.mark.usefixtures("api_key")
+def test_a_metric_without_pairs_is_skipped_and_the_others_bridged(tmp_path: Path, capsys) -> None:
+    with FakeOpenAIServer(picky) as srv:
+        old_cfg = two_rubrics(tmp_path, srv.base_url, "judge-old")
+        new_cfg = two_rubrics(tmp_path, srv.base_url, "judge-new")
+        old, new = tmp_path / "old", tmp_path / "new"
+        assert main(["run", "--quiet", str(old_cfg), "--out", str(old)]) == 0
+        assert main(["run", "--quiet", str(new_cfg), "--out", str(new)]) == 0
+        capsys.readouterr()
+        assert main(["bridge", str(old), "--judge", str(new_cfg), "--n", "10"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: tone not bridged (0 pairs scored by both judges; a bridge needs 3)" in err
+    bridge = Bridge.load(old / "bridge.json")
+    assert set(bridge.rubrics) == {"faithfulness", "faithfulness_norm"}
+    assert set(bridge.skipped) == {"tone", "tone_norm"}
+    # compare refuses the unbridged metric by name, and compares the bridged one
+    argv = ["compare", str(old), str(new), "--bridge", str(old / "bridge.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "(not in the bridge)" in err and "tone: judge" in err
+    assert "faithfulness:" not in err
+    assert main([*argv, "--metric", "faithfulness"]) == 0
+    out = capsys.readouterr().out
+    assert "CI: bridged t interval, p: t test (not the footer's bootstrap" in out
+    # gate's refusal names both files
+    assert main(["gate", str(new), "--baseline", str(old)]) == 2
+    err = capsys.readouterr().err
+    assert f"{new} was judged differently from {old}" in err
