@@ -1,7 +1,12 @@
 """``rag-judge audit REPORT --metamorphic``: the report's own judge evaluators re-judge
 deterministic transforms of its samples (:mod:`rag_judge.analysis.metamorphic`), and each
-rubric x check gets its rate of broken expectations with a paired bootstrap interval.
+rubric x check gets its rate of broken expectations (an exact binomial interval, the flag's)
+and its mean shift (a paired bootstrap interval).
 
+The untransformed samples are re-judged too, as the control: each transform is compared with
+it, not with the stored score, and its own movement from the stored scores says whether the
+judge is reproducible. A re-judge whose signature differs from the report's (an edited rubric
+file, another model or temperature) is refused before any call, and again after the control.
 ``--dry-run`` prints what the re-judging would send and cost, calling nothing. The re-judging
 goes through the judge's cache, so a rerun costs nothing and an interrupted one resumes.
 ``--threshold 'faithfulness.shuffle <= 0.1'`` gates a rate: exit 1 when one fails, as
@@ -17,7 +22,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rag_judge.analysis.metamorphic import CHECKS, Aim, CheckRate, aims, check_rate, for_check
+from rag_judge.analysis.judge_change import describe
+from rag_judge.analysis.metamorphic import (
+    CHECKS,
+    Aim,
+    CheckRate,
+    Control,
+    aims,
+    check_rate,
+    control_rate,
+    for_check,
+    signature_changes,
+)
 from rag_judge.analysis.metamorphic import transformed as transform_all
 from rag_judge.cli._args import positive_int
 from rag_judge.cli._exits import EXIT_GATE_FAILED
@@ -25,11 +41,12 @@ from rag_judge.cli._run_text import dry_run_table
 from rag_judge.config import ExperimentConfig
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError
+from rag_judge.evaluators.base import Evaluator
 from rag_judge.evaluators.result import DryRun
 from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline.rejudge import judged_samples, rejudge, report_config, seeded_subset
 from rag_judge.report.format import Column, Table, interval, markdown_table, num, text_table
-from rag_judge.report.model import Report
+from rag_judge.report.model import Report, Signature
 from rag_judge.report.thresholds import NAMED_THRESHOLD, meets, parse_threshold
 
 __all__ = ["add_arguments", "metamorphic_options", "run_metamorphic"]
@@ -104,22 +121,37 @@ def run_metamorphic(args: argparse.Namespace) -> int:
         keep = set(seeded_subset([s.id for s in samples], args.n, seed))
         samples = [s for s in samples if s.id in keep]
     plans = [(check, aims(check, config.evaluators)) for check in checks]
+    every = [a for _, w in plans for a in w]
+    judges = for_check(config.evaluators, every)
+    with no_calls():  # the planned signatures, before any call
+        planned = {m: sig for ev in judges for m, sig in ev.signatures().items()}
+    _refuse_changes(report, planned, every, args.report, planned=True)
     if args.dry_run:
-        print(_dry_run(config, samples, plans, seed))
+        print(_dry_run(config, judges, samples, plans, seed))
         return 0
-    before = {r.id: r.scores for r in report.samples}
+    _out_folder(args.out)
+    stored = {r.id: r.scores for r in report.samples}
+    before: dict[str, dict[str, float | None]] = {s.id: {} for s in samples}
+    controls: list[Control] = []
+    if judges and samples:  # the control: the untransformed samples, judged again now
+        result = rejudge(config.model_copy(update={"evaluators": judges}), samples)
+        _refuse_changes(report, result.report.signatures, every, args.report)
+        before = {r.id: r.scores for r in result.report.samples}
+        for metric in dict.fromkeys(a.metric for a in every):
+            pairs = [(stored[s.id].get(metric), before[s.id].get(metric)) for s in samples]
+            controls.append(control_rate(metric, pairs, confidence=report.confidence))
     rates: list[CheckRate] = []
     for check, wanted in plans:
         rates += _audit_check(check, wanted, config, samples, before, seed, args, flag_over,
                               report.confidence)  # fmt: skip
     outcomes = [_judge_gate(g, rates) for g in gates]
-    data = _json(rates, outcomes, seed, args.resamples, report.confidence, len(samples))
+    data = _json(rates, controls, outcomes, seed, args.resamples, report.confidence, len(samples))
     if args.out is not None:
         args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:
-        table = _table(rates, report.confidence)
+        table = _table(rates, controls, report.confidence)
         print(markdown_table(table) if args.format == "md" else text_table(table))
         for line, _ in outcomes:
             print(line)
@@ -169,12 +201,55 @@ def _audit_check(
     return out
 
 
+def _refuse_changes(
+    report: Report,
+    now: dict[str, Signature],
+    wanted: list[Aim],
+    path: Path,
+    *,
+    planned: bool = False,
+) -> None:
+    """An error naming every audited metric whose re-judge would be (``planned``) or was
+    judged differently from the report: its scores are not the report's judge's."""
+    metrics = list(dict.fromkeys(a.metric for a in wanted))
+    changed = signature_changes(report.signatures, now, metrics, planned=planned)
+    if changed:
+        lines = "\n".join(f"  {describe(m, f)}" for m, f in changed.items())
+        raise ConfigError(
+            f"the audit's re-judge {'would differ' if planned else 'differs'} from the judge "
+            f"of {path} (report -> now):\n{lines}\nthe audit compares one judge with itself: "
+            "restore the rubric files and judge settings the report was run with, or run "
+            "the report again"
+        )
+
+
+def _out_folder(out: Path | None) -> None:
+    """Make ``--out``'s folder before any call, or say why it cannot be written."""
+    if out is None:
+        return
+    if out.is_dir():
+        raise ConfigError(f"--out {out}: is a folder; name a file")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot make its folder {out.parent}: {e}") from e
+
+
 def _dry_run(
-    config: ExperimentConfig, samples: list[Sample], plans: list[tuple[str, list[Aim]]], seed: int
+    config: ExperimentConfig,
+    judges: list[Evaluator],
+    samples: list[Sample],
+    plans: list[tuple[str, list[Aim]]],
+    seed: int,
 ) -> str:
-    """One row per check and evaluator that would call a model, and their total."""
+    """One row per check and evaluator that would call a model, the control's first, and
+    their total."""
     rows: list[tuple[str, DryRun]] = []
     with no_calls():
+        for ev in judges if samples else []:
+            estimate = ev.dry_run(samples)
+            if estimate is not None:
+                rows.append((f"control ({ev.type}, {len(samples)} samples)", estimate))
         for check, wanted in plans:
             chosen = [t for t in transform_all(check, samples, config.evaluators, seed) if t]
             if not wanted or not chosen:
@@ -248,6 +323,7 @@ def _judge_gate(gate: Gate, rates: list[CheckRate]) -> tuple[str, bool]:
 
 def _json(
     rates: list[CheckRate],
+    controls: list[Control],
     outcomes: list[tuple[str, bool]],
     seed: int,
     resamples: int,
@@ -259,17 +335,21 @@ def _json(
         "seed": seed,
         "resamples": resamples,
         "confidence": confidence,
+        "rate_interval": "clopper-pearson",
+        "shift_interval": "paired bootstrap",
+        "control": [{**asdict(c), "reproducible": c.reproducible} for c in controls],
         "checks": [asdict(r) for r in rates],
         "thresholds": [{"line": line, "passed": ok} for line, ok in outcomes],
     }
 
 
-_COLUMNS = ["metric", "check", "expects", "n", "n/a", "unscored", "rate", "95% CI", "flag over"]
+_COLUMNS = ["metric", "check", "expects", "n", "n/a", "unscored", "rate", "95% CI", "shift",
+            "shift CI", "flag over"]  # fmt: skip
 
 
-def _table(rates: list[CheckRate], confidence: float) -> Table:
+def _table(rates: list[CheckRate], controls: list[Control], confidence: float) -> Table:
     columns = [Column(c, "text" if i < 3 else "number") for i, c in enumerate(_COLUMNS)]
-    columns[-2] = Column(f"{confidence:.0%} CI", "number")
+    columns[7] = Column(f"{confidence:.0%} CI", "number")
     rows = [
         [
             r.metric,
@@ -280,15 +360,32 @@ def _table(rates: list[CheckRate], confidence: float) -> Table:
             str(r.unscored),
             num(r.rate),
             interval(r.ci_low, r.ci_high),
+            num(r.shift),
+            interval(r.shift_low, r.shift_high),
             f"{r.threshold:g}" + (" FLAG" if r.flagged else ""),
         ]
         for r in rates
     ]
     notes = [
-        "rate: share of the n samples where the judge broke the expectation; n/a: the "
-        "transform did not apply or the original score left no room (a 1 cannot fall)",
-        "FLAG: the interval's lower bound is over the threshold",
+        "rate: share of the n samples where the judge broke the expectation, against the "
+        "control (the untransformed sample judged again); n/a: the transform did not apply or "
+        "the original score left no room (a 1 cannot fall)",
+        "CI: exact binomial (Clopper-Pearson) for the rate; paired bootstrap for the shift "
+        "(mean of transformed minus original)",
+        "FLAG: the rate interval's lower bound is over the threshold",
+        *(_control_note(c) for c in controls),
     ]
     if not rows:
         notes.insert(0, "no check applies to this report's judge metrics")
     return Table("Metamorphic audit", columns, rows, notes)
+
+
+def _control_note(c: Control) -> str:
+    if c.reproducible:
+        return f"control: {c.metric} re-judged as stored on all {c.n} samples (reproducible)"
+    return (
+        f"control: {c.metric} moved from the stored score on {c.moved} of {c.n} unchanged "
+        f"samples (rate {num(c.rate)}, CI {interval(c.ci_low, c.ci_high)}): the judge is not "
+        "reproducible (temperature > 0, n-sampling, a changed model behind the same name); "
+        "the 'same' rates include that noise"
+    )

@@ -1,13 +1,26 @@
 """The metamorphic audit's transforms (pure, seeded, None where they cannot apply), which
-metrics each check speaks to, and the rate with its paired bootstrap interval and flag."""
+metrics each check speaks to, the rate with its exact binomial interval and flag, the shift
+with its paired bootstrap interval, the control and the signature comparison."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
+from scipy.stats import binom, binomtest
 
-from rag_judge.analysis.metamorphic import CHECKS, Aim, aims, check_rate, for_check, transformed
+from rag_judge.analysis.metamorphic import (
+    CHECKS,
+    Aim,
+    aims,
+    check_rate,
+    clopper_pearson,
+    control_rate,
+    for_check,
+    signature_changes,
+    transformed,
+)
 from rag_judge.analysis.metamorphic_transforms import (
     INJECTION,
     change_number,
@@ -21,6 +34,8 @@ from rag_judge.analysis.metamorphic_transforms import (
 )
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators import GroundingEvaluator, JudgeEvaluator
+from rag_judge.report.types import Signature
+from rag_judge.stats.bootstrap import bootstrap_ci
 from tests.metamorphic_judges import dataset
 
 SAMPLES = [Sample.model_validate(s) for s in dataset()]
@@ -143,3 +158,81 @@ def test_a_flag_needs_the_interval_over_the_threshold(broken: int, flagged: bool
     rate = check_rate("shuffle", aim, pairs, threshold=0.1, seed=1)
     assert rate.rate == broken / 20 and rate.flagged is flagged
     assert rate.ci_low is not None and rate.ci_low <= rate.rate <= (rate.ci_high or 0)
+
+
+def test_the_rate_interval_is_clopper_pearsons() -> None:
+    """Against scipy's exact binomial interval, at every k of a few n (one flip included)."""
+    for n in (1, 2, 3, 7, 20, 151):
+        for k in range(n + 1):
+            low, high = clopper_pearson(k, n, 0.95)
+            ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+            assert (low, high) == pytest.approx((ref.low, ref.high), abs=1e-9), (k, n)
+    assert clopper_pearson(0, 0) == (None, None)
+
+
+def test_one_flip_is_not_a_flag() -> None:
+    """The reviewer's case: one sample that moved. A percentile bootstrap of 0/1 outcomes
+    gave [1, 1] and a flag; the exact interval reaches down to 0.025."""
+    rate = check_rate("shuffle", Aim("faithfulness", "same", 1, 5), [(3.0, 4.0)], threshold=0.1)
+    assert (rate.n, rate.rate, rate.flagged) == (1, 1.0, False)
+    assert (rate.ci_low, rate.ci_high) == pytest.approx((0.025, 1.0))
+    assert (rate.shift, rate.shift_low, rate.shift_high) == (1.0, 1.0, 1.0)
+
+
+# The fewest broken samples of n that flag a check at threshold 0.1 (95%): quoted in the docs.
+FEWEST = {2: 2, 3: 3, 5: 3, 10: 4, 20: 6, 50: 10}
+
+
+def test_the_flag_is_a_one_sided_test_valid_at_every_n() -> None:
+    """At a true rate equal to the threshold, the flag fires at most 2.5% of the time, at
+    every n from 1 to 60 and every default threshold (exact: summed over the binomial). The
+    percentile bootstrap the audit used before is the negative control: one flip of one
+    sample flags, which a true rate of 0.1 gives 10% of the time."""
+    lows = {n: [clopper_pearson(k, n)[0] or 0.0 for k in range(n + 1)] for n in range(1, 61)}
+    for threshold in sorted(set(CHECKS.values())):
+        for n, low in lows.items():
+            flags = [k for k in range(n + 1) if low[k] > threshold]
+            assert binom.sf(min(flags, default=n + 1) - 1, n, threshold) <= 0.025, (n, threshold)
+    fewest = {n: min(k for k in range(n + 1) if lows[n][k] > 0.1) for n in FEWEST}
+    assert fewest == FEWEST
+    assert clopper_pearson(1, 1)[0] == pytest.approx(0.025)  # n = 1 never flags over 0.025
+    low, _ = bootstrap_ci(np.ones(1), resamples=1000, seed=0)
+    assert low is not None and low > 0.1  # the old interval flagged a single flip
+
+
+def test_the_control_counts_movement_from_the_stored_scores() -> None:
+    pairs = [(5.0, 5.0), (3.0, 4.0), (None, 2.0), (2.0, None), (1.0, 1.0)]
+    control = control_rate("faithfulness", pairs)
+    assert (control.n, control.moved, control.reproducible) == (3, 1, False)
+    assert control.rate == pytest.approx(1 / 3)
+    assert (control.ci_low, control.ci_high) == pytest.approx(clopper_pearson(1, 3))
+    assert control_rate("faithfulness", [(5.0, 5.0)]).reproducible
+
+
+def test_signature_changes_name_the_judge_fields_that_differ() -> None:
+    stored = Signature.parse(
+        "faithfulness|judge:openai/m|template:aaa|temp:0|n:1|scoring:json|version:0.1.0"
+    )
+    edited = Signature.parse(
+        "faithfulness|judge:openai/m|template:bbb|temp:0|n:1|scoring:json|version:0.2.0"
+    )
+    assert signature_changes(
+        {"faithfulness": stored}, {"faithfulness": edited}, ["faithfulness"]
+    ) == {
+        "faithfulness": [("template", "aaa", "bbb")]  # the package version is not the judge's
+    }
+    fell_back = Signature.parse(
+        "faithfulness|judge:openai/m|template:aaa|temp:0|n:1|scoring:mixed|version:0.1.0"
+    )
+    # a run rewrites scoring (and n) to what the server honoured: a planned signature cannot
+    # know it, so only the control's signature is held to it
+    assert (
+        signature_changes(
+            {"faithfulness": fell_back}, {"faithfulness": stored}, ["faithfulness"], planned=True
+        )
+        == {}
+    )
+    assert signature_changes(
+        {"faithfulness": fell_back}, {"faithfulness": stored}, ["faithfulness"]
+    ) == {"faithfulness": [("scoring", "mixed", "json")]}
+    assert signature_changes({}, {"faithfulness": stored}, ["faithfulness"]) == {}  # not recorded
