@@ -6,8 +6,11 @@
     .venv/bin/python benchmarks/bertscore.py --layer-study         # the default layer's basis
     .venv/bin/python benchmarks/bertscore.py --processes --busy 2  # new processes, busy CPU
 
-Pairs of about 20 words (a reference and an edited copy as the candidate), all-MiniLM-L6-v2 at
-the evaluator's default layer. Wall-clock pairs/s of
+First, on the CPU, the cold figure: each side scores ``--pairs`` prose-like pairs (10-30 words of
+the demo corpus and an edited copy) in a new Python process, imports and model load included,
+interleaved (``_bertscore_processes.compare``): each side's time, the ratio, max |F1 diff|.
+Then pairs of about 20 words (a reference and an edited copy as the candidate), all-MiniLM-L6-v2
+at the evaluator's default layer, in this process. Wall-clock pairs/s of
   cold    rag-judge with an empty disk cache and fresh process state (no model loaded, empty
           in-memory cache; the model load counts), vs bert_score.score (which loads the model
           on every call) with the same model folder, num_layers and batch size;
@@ -236,8 +239,9 @@ def run_once(
         f"of {repeat} runs interleaved with rag-judge's: {', '.join(f'{t:.2f}' for t in bss)})"
     )
     print(
-        f"  rag-judge cold   {n / t_cold:8.1f} pairs/s  ({t_cold:.2f} s, {encoded} texts "
-        f"encoded, model load included; runs {', '.join(f'{t:.2f}' for t in colds)})  -> "
+        f"  rag-judge cold   {n / t_cold:8.1f} pairs/s  ({t_cold:.2f} s in a process that has "
+        f"scored before, {encoded} texts encoded, model load included; runs "
+        f"{', '.join(f'{t:.2f}' for t in colds)})  -> "
         f"{t_bs / t_cold:.2f}x bert-score by medians, {paired:.2f}x by the median of each "
         f"round's ratio, {min(bss) / min(colds):.2f}x by best runs (goal >= 1.2x)"
     )
@@ -300,6 +304,12 @@ def bertscore_section(args: argparse.Namespace) -> None:
     bert_score.score(["warm up"], ["warm up"], model_type=str(M.resolve_model_dir(M.DEFAULT_MODEL)),
                      num_layers=6, device=device)  # fmt: skip
     for size in sizes:
+        if device == "cpu" and not getattr(args, "no_processes", False):
+            print(f"  cold in new processes, batch size {size}; {_load()}")
+            cold = argparse.Namespace(
+                batch_size=size, threads=0, rounds=getattr(args, "cold_repeat", 5)
+            )
+            processes.compare(str(n), cold)
         run_once(cands, refs, device, size, repeat=getattr(args, "cold_repeat", 5))
 
 
@@ -333,6 +343,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     ap.add_argument("--batch-sizes", default="64", help="comma-separated, e.g. 64,256")
     ap.add_argument("--cold-repeat", type=int, default=5, help="interleaved cold runs, each side")
+    ap.add_argument(
+        "--no-processes", action="store_true", help="skip the cold round in new processes"
+    )
 
 
 def main() -> None:

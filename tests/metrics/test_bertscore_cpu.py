@@ -142,9 +142,16 @@ def test_embeddings_do_not_depend_on_batch_size_or_order() -> None:
             np.testing.assert_allclose(emb.vectors, runs[0][text].vectors, rtol=0, atol=1e-6)
 
 
-def test_batch_tokenizer_gives_the_tokenizers_own_ids() -> None:
-    enc = E.Encoder.open(M.DEFAULT_MODEL, 6, "cpu", runtime=E.EncoderRuntime())
-    tok = enc.tokenizer
+def _runtime(fast: bool) -> E.EncoderRuntime:
+    runtime = E.EncoderRuntime()
+    runtime.models.fast = fast  # False: transformers loads the tokenizer and the model
+    return runtime
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fastbert", "transformers"])
+def test_batch_tokenizer_gives_the_tokenizers_own_ids(fast: bool) -> None:
+    enc = E.Encoder.open(M.DEFAULT_MODEL, 6, "cpu", runtime=_runtime(fast))
+    tok = _runtime(False).models.tokenizer(enc.files.folder)  # transformers' own tokenizer
     long = "word " * 1000  # truncated to the model's length, [SEP] kept last
     texts = [*TEXTS, long, "  spaces  ", "naïve café — ünïcödé"]
     want = tok(texts, add_special_tokens=True, truncation=True, max_length=M.max_tokens(tok))
@@ -161,7 +168,7 @@ def test_small_batches_run_on_one_thread_and_large_ones_on_all(
     # On a busy machine every parallel operation of a small batch waits at its barrier for a
     # descheduled thread (issue 27, item 21): such batches, the probe and the weights' reorder
     # take one thread; a batch of SMALL_BATCH_TOKENS tokens or more keeps torch's threads.
-    runtime = E.EncoderRuntime()
+    runtime = _runtime(False)  # the transformers path (its load runs speed_up)
     enc = E.Encoder.open(M.DEFAULT_MODEL, 6, "cpu", batch_size=64, runtime=runtime)
     before = torch.get_num_threads()
     torch.set_num_threads(2)

@@ -39,6 +39,7 @@ import torch
 __all__ = [
     "ATTENTION",
     "SMALL_BATCH_TOKENS",
+    "FastBert",
     "FastLayer",
     "PackedLinear",
     "can_pack",
@@ -127,20 +128,43 @@ class FastLayer(torch.nn.Module):
     def __init__(self, layer: Any) -> None:
         super().__init__()
         attn, attn_out = layer.attention.self, layer.attention.output
-        self.heads, self.head_dim = int(attn.num_attention_heads), int(attn.attention_head_size)
-        self.scaling = float(getattr(attn, "scaling", self.head_dim**-0.5))
         projections = (attn.query, attn.key, attn.value)
         biases = [p.bias for p in projections]
-        self.qkv = PackedLinear(
-            torch.cat([p.weight for p in projections]),
-            None if any(b is None for b in biases) else torch.cat(biases),
-        )
-        self.attn_out, self.norm1 = PackedLinear.of(attn_out.dense), attn_out.LayerNorm
         act = layer.intermediate.intermediate_act_fn
         fused = _exact_gelu(act)
-        self.up = PackedLinear.of(layer.intermediate.dense, gelu=fused)
-        self.act: Callable[[torch.Tensor], torch.Tensor] | None = None if fused else act
-        self.down, self.norm2 = PackedLinear.of(layer.output.dense), layer.output.LayerNorm
+        self._set(
+            PackedLinear(
+                torch.cat([p.weight for p in projections]),
+                None if any(b is None for b in biases) else torch.cat(biases),
+            ),
+            PackedLinear.of(attn_out.dense), attn_out.LayerNorm,
+            PackedLinear.of(layer.intermediate.dense, gelu=fused), None if fused else act,
+            PackedLinear.of(layer.output.dense), layer.output.LayerNorm,
+            int(attn.num_attention_heads), int(attn.attention_head_size),
+            float(getattr(attn, "scaling", int(attn.attention_head_size) ** -0.5)),
+        )  # fmt: skip
+
+    @classmethod
+    def of_parts(
+        cls, qkv: PackedLinear, attn_out: PackedLinear, norm1: torch.nn.LayerNorm,
+        up: PackedLinear, act: Callable[[torch.Tensor], torch.Tensor] | None,
+        down: PackedLinear, norm2: torch.nn.LayerNorm, heads: int, head_dim: int,
+    ) -> FastLayer:  # fmt: skip
+        """A layer from its parts (``fastbert`` builds them from the weight file)."""
+        out = cls.__new__(cls)
+        torch.nn.Module.__init__(out)
+        out._set(qkv, attn_out, norm1, up, act, down, norm2, heads, head_dim, head_dim**-0.5)
+        return out
+
+    def _set(
+        self, qkv: PackedLinear, attn_out: PackedLinear, norm1: torch.nn.LayerNorm,
+        up: PackedLinear, act: Callable[[torch.Tensor], torch.Tensor] | None,
+        down: PackedLinear, norm2: torch.nn.LayerNorm, heads: int, head_dim: int,
+        scaling: float,
+    ) -> None:  # fmt: skip
+        self.heads, self.head_dim, self.scaling = heads, head_dim, scaling
+        self.qkv, self.attn_out, self.norm1 = qkv, attn_out, norm1
+        self.up, self.act, self.down, self.norm2 = up, act, down, norm2
 
     def forward(
         self, hidden_states: torch.Tensor, attention_mask: Any = None, *args: Any, **kwargs: Any
@@ -161,6 +185,28 @@ class FastLayer(torch.nn.Module):
             up = self.act(up)
         out: torch.Tensor = self.norm2(self.down(up).add_(x))
         return out.view(b, n, dim)
+
+
+class FastBert(torch.nn.Module):
+    """A BERT encoder of :class:`FastLayer` s on unmasked input, called as a transformers model
+    is (``model(input_ids=ids)[0]``): embeddings summed as transformers sums them (word, then
+    token type 0, then position), LayerNorm, the layers."""
+
+    def __init__(
+        self, word: torch.Tensor, position: torch.Tensor, token_type: torch.Tensor,
+        norm: torch.nn.LayerNorm, layers: list[FastLayer],
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.word = torch.nn.Embedding.from_pretrained(word)  # type: ignore[no-untyped-call]
+        self.position, self.token_type, self.norm = position, token_type, norm
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, input_ids: torch.Tensor) -> tuple[torch.Tensor]:
+        n = input_ids.shape[1]
+        x: torch.Tensor = self.norm(self.word(input_ids) + self.token_type + self.position[:n])
+        for layer in self.layers:
+            x = layer(x)
+        return (x,)
 
 
 def _is_bert_layer(module: Any) -> bool:

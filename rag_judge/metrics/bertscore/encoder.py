@@ -204,7 +204,7 @@ class Encoder:
         return [int(i) for i in known]
 
     def resolved_device(self) -> str:
-        torch = import_torch()
+        torch = import_torch(transformers=False)
         device = self.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -236,7 +236,7 @@ class Encoder:
         """Embeddings of ``texts``, computed (no cache read): same-length groups, sorted, no
         padding, inference mode; each batch goes to the disk cache's writer once done, and
         is counted on ``counter``."""
-        torch = import_torch()
+        torch = import_torch(transformers=False)
         model = self.runtime.models.model(
             self.files, self.layer, self.resolved_device(), self.dtype
         )

@@ -50,11 +50,14 @@ _HASHED_SUFFIXES = {".json", ".txt", ".model", ".safetensors", ".bin"}
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def import_torch() -> Any:
-    """torch, after checking that transformers imports too (with an install hint if not)."""
+def import_torch(transformers: bool = True) -> Any:
+    """torch, after checking that transformers imports too (with an install hint if not);
+    ``transformers=False`` for code that needs torch only (the fast path never imports it)."""
     try:
         import torch
-        import transformers  # noqa: F401
+
+        if transformers:
+            import transformers as _  # noqa: F401
     except ImportError as exc:
         raise ImportError(f"BERTScore needs torch and transformers: {INSTALL_HINT}") from exc
     return torch
@@ -183,10 +186,13 @@ class ModelStore:
 
     Models are kept per (folder, layer, device, dtype), tokenizers per folder, fingerprints per
     (path, size, mtime) of the model's files; ``stats.model_loads`` counts model loads.
+    A BERT folder that :func:`fastbert.eligible` accepts loads without transformers (its
+    tokenizer always, its model on the CPU in fp32) unless ``fast`` is False.
     """
 
-    def __init__(self, stats: LoadCounter | None = None) -> None:
-        self.stats = stats
+    def __init__(self, stats: LoadCounter | None = None, fast: bool = True) -> None:
+        self.stats, self.fast = stats, fast
+        self._eligible: dict[str, bool] = {}
         self._models: dict[tuple[str, int, str, str], Any] = {}
         self._tokenizers: dict[str, Any] = {}
         self._backends: dict[str, Any] = {}
@@ -197,6 +203,17 @@ class ModelStore:
         self._tokenizers.clear()
         self._backends.clear()
         self._fingerprints.clear()
+        self._eligible.clear()
+
+    def eligible(self, folder: Path) -> bool:
+        """Whether ``folder`` loads through :mod:`fastbert` (remembered per folder)."""
+        if not self.fast:
+            return False
+        if str(folder) not in self._eligible:
+            from rag_judge.metrics.bertscore import fastbert
+
+            self._eligible[str(folder)] = fastbert.eligible(folder)
+        return self._eligible[str(folder)]
 
     def locate(self, model: str, disk: EmbeddingCache | None = None) -> ModelFiles:
         """The model's folder (a ConfigError saying where it looked) and fingerprint."""
@@ -225,6 +242,10 @@ class ModelStore:
         return self._fingerprints[stat_key]
 
     def tokenizer(self, folder: Path) -> Any:
+        if str(folder) not in self._tokenizers and self.eligible(folder):
+            from rag_judge.metrics.bertscore import fastbert
+
+            self._tokenizers[str(folder)] = fastbert.load_tokenizer(folder)
         if str(folder) not in self._tokenizers:
             import_torch()
             from transformers import AutoTokenizer
@@ -242,7 +263,9 @@ class ModelStore:
             tok = self.tokenizer(folder)
             shared = getattr(tok, "backend_tokenizer", None) if tok.is_fast else None
             own = None
-            if shared is not None:
+            if self.eligible(folder):
+                own = shared  # set up so at load, and no other code calls it
+            elif shared is not None:
                 from tokenizers import Tokenizer
 
                 own = Tokenizer.from_str(shared.to_str())
@@ -259,6 +282,12 @@ class ModelStore:
         (fp32, fp16, bf16), in inference mode; on the CPU in fp32, sped up with the same
         arithmetic (:func:`rag_judge.metrics.bertscore.cpu.speed_up`)."""
         cache_key = (str(files.folder), layer, device, dtype)
+        if cache_key not in self._models and device == "cpu" and dtype == "fp32":
+            fast = self._fast_model(files, layer)
+            if fast is not None:
+                self._models[cache_key] = fast
+                if self.stats is not None:
+                    self.stats.model_loads += 1
         if cache_key not in self._models:
             torch = import_torch()
             from transformers import AutoModel
@@ -282,6 +311,18 @@ class ModelStore:
             if self.stats is not None:
                 self.stats.model_loads += 1
         return self._models[cache_key]
+
+    def _fast_model(self, files: ModelFiles, layer: int) -> Any | None:
+        """The model through :mod:`fastbert`, or None where it does not apply."""
+        if not self.eligible(files.folder):
+            return None
+        from rag_judge.metrics.bertscore import fastbert
+
+        depth = model_depth(files.folder)
+        if depth is None:
+            return None
+        check_layer(layer, depth, files.name)
+        return fastbert.load_model(files.folder, layer)
 
 
 def _keep_layers(model: Any, layer: int, name: str) -> None:

@@ -1,0 +1,164 @@
+"""A BERT encoder for the CPU without transformers: the weights straight from safetensors, the
+tokenizer from tokenizer.json through the ``tokenizers`` library alone.
+
+A cold BERTScore run in a new process paid ~1 s to import transformers for its tokenizer and
+~2.5 s more to import its BERT code, build the model, load its weights and probe it; the
+encoding itself runs in :mod:`~rag_judge.metrics.bertscore.cpu`'s fused layers anyway. This
+module builds those layers from the weight file directly.
+
+It serves only a folder it can read exactly (:func:`eligible`): a BERT config (absolute
+positions, exact GELU, an encoder only), ``model.safetensors`` in fp32, a ``tokenizer.json``
+whose normaliser says what ``tokenizer_config.json`` says, and oneDNN's packed fp32 products
+(:func:`~rag_judge.metrics.bertscore.cpu.can_pack`). Anything else loads through transformers.
+Its embeddings equal the transformers path's within float rounding; tests check the F1 within
+1e-6 on the packaged MiniLM.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BertTokenizerFiles", "eligible", "load_model", "load_tokenizer"]
+
+_TOKENIZER_CLASSES = {None, "BertTokenizer", "BertTokenizerFast"}
+_HUGE = 100_000  # transformers' "no limit" sentinel is far above any real model length
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def eligible(folder: Path) -> bool:
+    """Whether ``folder`` holds a model this module loads exactly as transformers would."""
+    config = _json(folder / "config.json")
+    tok_config = _json(folder / "tokenizer_config.json")
+    tok = _json(folder / "tokenizer.json")
+    if not (folder / "model.safetensors").is_file() or not tok:
+        return False
+    plain_bert = (
+        config.get("model_type") == "bert"
+        and config.get("hidden_act") == "gelu"
+        and config.get("position_embedding_type", "absolute") == "absolute"
+        and not config.get("is_decoder") and not config.get("add_cross_attention")
+    )  # fmt: skip
+    norm = tok.get("normalizer") or {}
+    same_norm = (
+        norm.get("type") == "BertNormalizer"
+        and norm.get("lowercase") == tok_config.get("do_lower_case", True)
+        and norm.get("strip_accents") == tok_config.get("strip_accents")
+        and norm.get("handle_chinese_chars") == tok_config.get("tokenize_chinese_chars", True)
+    )
+    post = (tok.get("post_processor") or {}).get("type")
+    return (
+        plain_bert and same_norm and post in ("TemplateProcessing", "BertProcessing")
+        and tok_config.get("tokenizer_class") in _TOKENIZER_CLASSES
+        and tok_config.get("truncation_side", "right") == "right"
+        and (tok.get("model") or {}).get("type") == "WordPiece"
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BertTokenizerFiles:
+    """What the encoder reads from a tokenizer: the Rust tokenizer and the special ids."""
+
+    backend_tokenizer: Any  # tokenizers.Tokenizer, set up: no padding, truncation
+    cls_token_id: int | None
+    sep_token_id: int | None
+    model_max_length: int
+    is_fast: bool = True
+    truncation_side: str = "right"
+
+
+def load_tokenizer(folder: Path) -> BertTokenizerFiles:
+    """The tokenizer of an :func:`eligible` folder: truncated at the model's length as
+    transformers' ``tok(texts, truncation=True, max_length=...)`` does, never padded."""
+    from tokenizers import Tokenizer
+
+    tok_config = _json(folder / "tokenizer_config.json")
+    special = {**_json(folder / "special_tokens_map.json"), **tok_config}
+    limit = tok_config.get("model_max_length")
+    limit = int(limit) if isinstance(limit, (int, float)) and limit < _HUGE else 512
+    backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    backend.no_padding()
+    backend.enable_truncation(limit, stride=0, strategy="longest_first", direction="right")
+
+    def token_id(name: str, default: str) -> int | None:
+        value = special.get(name, default)
+        text = value.get("content") if isinstance(value, dict) else value
+        found = backend.token_to_id(str(text))
+        return None if found is None else int(found)
+
+    return BertTokenizerFiles(
+        backend, token_id("cls_token", "[CLS]"), token_id("sep_token", "[SEP]"), limit
+    )
+
+
+def load_model(folder: Path, layer: int) -> Any | None:
+    """The encoder cut at ``layer``, fp32 on the CPU, its layers fused and packed; None when the
+    weight file lacks a tensor this needs (the caller then loads through transformers)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from rag_judge.metrics.bertscore import cpu
+
+    if not cpu.can_pack():
+        return None
+    config = _json(folder / "config.json")
+    weights = load_file(str(folder / "model.safetensors"))
+    for prefix in ("bert.", "model."):  # task checkpoints keep the encoder under a prefix
+        if f"{prefix}embeddings.word_embeddings.weight" in weights:
+            weights = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+    try:
+        with cpu.threads_for(0):  # one reorder per weight: small work
+            return _build(torch, cpu, config, weights, layer).eval()
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _build(torch: Any, cpu: Any, config: dict[str, Any], w: dict[str, Any], layer: int) -> Any:
+    eps = float(config.get("layer_norm_eps", 1e-12))
+    heads = int(config["num_attention_heads"])
+    if any(t.dtype != torch.float32 for t in w.values() if t.is_floating_point()):
+        raise ValueError("not fp32 weights")
+
+    def norm(prefix: str) -> Any:
+        out = torch.nn.LayerNorm(w[prefix + ".weight"].shape[0], eps=eps)
+        out.weight.data, out.bias.data = w[prefix + ".weight"], w[prefix + ".bias"]
+        return out
+
+    def linear(prefix: str, gelu: bool = False) -> Any:
+        return cpu.PackedLinear(w[prefix + ".weight"], w[prefix + ".bias"], gelu)
+
+    layers = []
+    for i in range(layer):
+        p = f"encoder.layer.{i}."
+        q, k, v = (f"{p}attention.self.{n}" for n in ("query", "key", "value"))
+        qkv = cpu.PackedLinear(
+            torch.cat([w[q + ".weight"], w[k + ".weight"], w[v + ".weight"]]),
+            torch.cat([w[q + ".bias"], w[k + ".bias"], w[v + ".bias"]]),
+        )
+        dim = w[q + ".weight"].shape[0]
+        layers.append(
+            cpu.FastLayer.of_parts(
+                qkv,
+                linear(p + "attention.output.dense"),
+                norm(p + "attention.output.LayerNorm"),
+                linear(p + "intermediate.dense", gelu=True),
+                None,
+                linear(p + "output.dense"),
+                norm(p + "output.LayerNorm"),
+                heads,
+                dim // heads,
+            )
+        )
+    return cpu.FastBert(
+        w["embeddings.word_embeddings.weight"], w["embeddings.position_embeddings.weight"],
+        w["embeddings.token_type_embeddings.weight"][0], norm("embeddings.LayerNorm"), layers,
+    )  # fmt: skip
