@@ -134,12 +134,26 @@ def rubric_variables(rubric: Rubric) -> dict[str, Any]:
     }
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, with a short way to a plain dict's key (``c.text``, ``rubric.title``)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        # The sandbox tries the attribute first: a dict has none by a name that is not one of
+        # dict's own, so it would end at the item, as this does without raising on the way.
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 class PromptRenderer:
     """Loads and renders rubric templates from user folders first, then the shipped prompts."""
 
     def __init__(self, template_dirs: Sequence[str | Path] = ()) -> None:
         self.search_path = [Path(d) for d in template_dirs] + [resource_dir("prompts")]
-        self.env = ImmutableSandboxedEnvironment(
+        self.env = _Sandbox(
             loader=jinja2.FileSystemLoader([str(p) for p in self.search_path]),
             undefined=jinja2.StrictUndefined,
             autoescape=False,
@@ -150,6 +164,9 @@ class PromptRenderer:
         self.env.globals["section"] = section
         self.env.globals["conversation"] = conversation
         self._cache: dict[str, tuple[jinja2.Template, str]] = {}
+        # Per rubric object (kept, so its id is not reused): what load() and render() need of
+        # it, found once; a frozen rubric cannot change, and the search path is fixed.
+        self._by_rubric: dict[int, tuple[Rubric, jinja2.Template, str, dict[str, Any]]] = {}
 
     def template_name(self, rubric: Rubric) -> str:
         if rubric.template is not None:
@@ -198,6 +215,16 @@ class PromptRenderer:
             self._cache[key] = (template, digest.hexdigest()[:12])
         return self._cache[key]
 
+    def _prepared(self, rubric: Rubric) -> tuple[jinja2.Template, dict[str, Any]]:
+        """The rubric's compiled template and its template variables, found once per rubric.
+        The sandbox is immutable, so templates cannot change the shared variables."""
+        found = self._by_rubric.get(id(rubric))
+        if found is None or found[0] is not rubric:
+            template, digest = self.load(rubric)
+            found = (rubric, template, digest, rubric_variables(rubric))
+            self._by_rubric[id(rubric)] = found
+        return found[1], found[3]
+
     def _sources_closure(self, name: str, source: str) -> list[str]:
         """The template's source followed by those of all templates it references, in order."""
         seen, order, todo = {name}, [source], [source]
@@ -227,11 +254,11 @@ class PromptRenderer:
         ``variables[HISTORY]`` (a turn's earlier turns) opens the user message, before the
         template's own text; without it the messages are the template's alone.
         """
-        template, _ = self.load(rubric)
+        template, rubric_vars = self._prepared(rubric)
         history = variables.get(HISTORY)
         variables = {k: v for k, v in variables.items() if k != HISTORY}
         try:
-            text = template.render(rubric=rubric_variables(rubric), **variables)
+            text = template.render(rubric=rubric_vars, **variables)
         except jinja2.UndefinedError as exc:
             raise PromptError(
                 f"template {self.template_name(rubric)!r} of rubric '{rubric.name}': {exc.message}"

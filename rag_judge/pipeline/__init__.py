@@ -41,7 +41,7 @@ from rag_judge.pipeline.per_unit import (
     with_units,
 )
 from rag_judge.pipeline.running import stream
-from rag_judge.pipeline.summary import summarize
+from rag_judge.pipeline.summary import shared_intervals, summarize
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
@@ -247,6 +247,12 @@ class Pipeline:
         signatures: dict[str, Signature] = {}
         summary: dict[str, MetricSummary] = {}
         usage = Usage()
+        averaged = {  # the means without a corpus statistic: their intervals found together
+            m: s.columns[m] for s in collected.steps for m in s.metrics if not s.has_corpus(m)
+        }
+        intervals = shared_intervals(
+            averaged, resamples=boot.resamples, confidence=boot.confidence, seed=cfg.seed
+        )
         for step in collected.steps:
             usage += step.usage
             for metric in step.metrics:
@@ -260,6 +266,7 @@ class Pipeline:
                     unscored=step.unscored.get(metric, 0),
                     not_applicable=step.not_applicable.get(metric, 0),
                     info=step.info.get(metric),
+                    ci=intervals.get(metric),
                 )
         for unit in units:  # after the per-sample metrics: the samples' columns come first
             usage += unit.step.usage

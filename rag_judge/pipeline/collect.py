@@ -90,6 +90,10 @@ class Step:
     def metrics(self) -> list[str]:
         return list(self.columns)
 
+    def has_corpus(self, metric: str) -> bool:
+        """Whether ``metric``'s aggregate is a corpus statistic (else it is the mean)."""
+        return metric in self._corpus
+
     def corpus(self, metric: str) -> CorpusStatistic | None:
         stat = self._corpus.get(metric)
         if stat is None:

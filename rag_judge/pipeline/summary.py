@@ -12,9 +12,9 @@ from numpy.typing import NDArray
 from rag_judge.evaluators.base import CorpusStatistic
 from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricSummary
 from rag_judge.report.samples import Column
-from rag_judge.stats import bootstrap_ci, clustered_bootstrap_ci
+from rag_judge.stats import bootstrap_ci, bootstrap_cis, clustered_bootstrap_ci
 
-__all__ = ["summarize"]
+__all__ = ["shared_intervals", "summarize"]
 
 
 def summarize(
@@ -29,6 +29,7 @@ def summarize(
     not_applicable: int | None = None,
     info: MetricInfo | None = None,
     clusters: Sequence[str] | None = None,
+    ci: tuple[float, float] | tuple[None, None] | None = None,
 ) -> MetricSummary:
     """Exact mean (or corpus statistic) of the scored samples and its bootstrap interval;
     ``failures`` are the per-sample failures, of which unscored verdicts are counted apart
@@ -36,7 +37,8 @@ def summarize(
     (``not_applicable``, counted from ``failures`` when not given) are neither scored nor
     errors. ``values`` may be a run's :class:`Column` (a
     million floats are not made Python objects). ``clusters`` labels each value with its
-    conversation: the interval then resamples conversations (:func:`clustered_bootstrap_ci`)."""
+    conversation: the interval then resamples conversations (:func:`clustered_bootstrap_ci`).
+    ``ci``: the mean's interval, found already (:func:`shared_intervals`)."""
     info = info or MetricInfo()
     described = {
         "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
@@ -55,7 +57,6 @@ def summarize(
     counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
     if not len(scored):
         return MetricSummary(mean=None, n=0, **counts, **described)
-    ci: tuple[float, float] | tuple[None, None]
     if corpus is not None:
         rows = corpus.rows[scored]
         point = corpus.score(rows)
@@ -64,12 +65,33 @@ def summarize(
     else:
         arr = column[scored]
         point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
-        ci = _interval(arr, scored, clusters, resamples, confidence, seed, None)
+        if ci is None:
+            ci = _interval(arr, scored, clusters, resamples, confidence, seed, None)
         aggregate = "mean"
     return MetricSummary(
         mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), **counts,
         aggregate=aggregate, **described,
     )  # fmt: skip
+
+
+def shared_intervals(
+    columns: dict[str, Column], *, resamples: int, confidence: float, seed: int
+) -> dict[str, tuple[float, float] | tuple[None, None]]:
+    """The bootstrap intervals :func:`summarize` would find for the means of the columns that
+    have a value on every sample, found together (:func:`bootstrap_cis`: one draw of rows
+    serves them all); ``columns`` holds no corpus statistic and no clustered metric."""
+    by_length: dict[int, dict[str, NDArray[np.float64]]] = {}
+    for metric, column in columns.items():
+        values, present = column.arrays()
+        if len(present) and present.all():
+            by_length.setdefault(len(values), {})[metric] = values
+    out: dict[str, tuple[float, float] | tuple[None, None]] = {}
+    for group in by_length.values():
+        found = bootstrap_cis(
+            list(group.values()), resamples=resamples, confidence=confidence, seed=seed
+        )
+        out.update(zip(group, found, strict=True))
+    return out
 
 
 def _interval(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_judge.report.format import MISSING, Column, Table, ci_label, interval, num, short
-from rag_judge.report.model import Degradation, Miss, Report, UnitResult
+from rag_judge.report.model import Degradation, Miss, Report, SampleFile, UnitResult
 from rag_judge.report.result import LEVELS, Level, level_of
 
 __all__ = [
@@ -164,6 +164,8 @@ def _step_cells(d: Degradation) -> list[str]:
 
 
 def _degradations(report: Report) -> list[tuple[str, Degradation]]:
+    if isinstance(report.samples, SampleFile):  # its index has them: no pass over the file
+        return list(report.samples.indexed().degraded)
     return [(r.id, d) for r in report.samples for d in r.degraded]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.data.rows import RowFile
-from rag_judge.report.result import SampleResult
+from rag_judge.report.result import Degradation, SampleResult
 from rag_judge.report.types import Failure
 
 __all__ = ["Column", "SampleFile", "SampleIndex", "parse_result"]
@@ -75,6 +75,10 @@ class SampleIndex:
         # rubric -> a column of uncertainty keys (minus the spread, or top probability - 1;
         # NaN: certain or no verdict), flagged where the key is a spread
         self._uncertainty: dict[str, Column] = {}
+        # What the report's pages ask of every sample, kept as the samples pass: the failing
+        # turns (few), and whether any sample is a conversation or has per-unit rows.
+        self.degraded: list[tuple[str, Degradation]] = []
+        self.conversations = False
 
     @classmethod
     def build(cls, results: Iterable[SampleResult]) -> SampleIndex:
@@ -90,6 +94,11 @@ class SampleIndex:
         """One more sample; ``scores=False`` leaves its scores to :meth:`attach`."""
         i = len(self.ids)
         self.ids.append(r.id)
+        self.degraded.extend((r.id, d) for d in r.degraded)
+        if not self.conversations:
+            self.conversations = bool(r.units) or (
+                r.sample is not None and r.sample.is_conversation()
+            )
         if scores:
             for metric, value in r.scores.items():
                 column = self._columns.setdefault(metric, Column())

@@ -7,6 +7,7 @@ from rag_judge.stats.bootstrap import (
     EXACT_MAX,
     adjust_pvalues,
     bootstrap_ci,
+    bootstrap_cis,
     clustered_bootstrap_ci,
     sign_flip_pvalue,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "RoganGladenRate",
     "adjust_pvalues",
     "bootstrap_ci",
+    "bootstrap_cis",
     "clustered_bootstrap_ci",
     "mean_ci",
     "normal_mean_ci",

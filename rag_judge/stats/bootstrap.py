@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -15,11 +17,13 @@ __all__ = [
     "EXACT_MAX",
     "adjust_pvalues",
     "bootstrap_ci",
+    "bootstrap_cis",
     "clustered_bootstrap_ci",
     "sign_flip_pvalue",
 ]
 
 _CHUNK = 2_000_000  # resampled elements held in memory at once
+_THREADED = 50_000  # rows from which bootstrap_cis spreads its columns over threads
 
 
 def bootstrap_ci(
@@ -52,6 +56,47 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+def bootstrap_cis(
+    columns: Sequence[NDArray[np.float64]],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[tuple[float, float] | tuple[None, None]]:
+    """``bootstrap_ci`` of the mean of each column, all of one length, bit for bit: with one
+    seed every column's resamples are the same rows, so each chunk of row draws is made once
+    and serves every column (drawing is a third of a column's cost)."""
+    n = len(columns[0]) if columns else 0
+    if any(len(c) != n for c in columns):
+        raise ValueError("bootstrap_cis: the columns differ in length")
+    if n == 0 or resamples <= 0:
+        return [(None, None)] * len(columns)
+    rng = np.random.default_rng(seed)
+    flats = [np.asarray(c, dtype=np.float64) for c in columns]
+    stats: list[list[NDArray[np.float64]]] = [[] for _ in flats]
+    per_chunk = max(1, _CHUNK // n)
+    # numpy gathers and averages without the GIL: the columns go to threads, one per core,
+    # when there are enough rows to repay a thread (the results do not depend on it).
+    workers = min(len(flats), (os.cpu_count() or 1) if n >= _THREADED else 1)
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        for start in range(0, resamples, per_chunk):
+            rows = rng.integers(0, n, size=(min(per_chunk, resamples - start), n))
+            means = pool.map(_resampled_mean, flats, [rows] * len(flats))
+            for out, mean in zip(stats, means, strict=True):
+                out.append(mean)
+    alpha = (1.0 - confidence) / 2.0
+    intervals: list[tuple[float, float] | tuple[None, None]] = []
+    for out in stats:
+        low, high = np.quantile(np.concatenate(out), [alpha, 1.0 - alpha])
+        intervals.append((float(low), float(high)))
+    return intervals
+
+
+def _resampled_mean(flat: NDArray[np.float64], rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    means: NDArray[np.float64] = flat[rows].mean(axis=1)
+    return means
 
 
 def clustered_bootstrap_ci(

@@ -80,7 +80,7 @@ from rag_judge.report.levels import (
     level_note,
     unit_tables,
 )
-from rag_judge.report.model import MetricKind, MetricSummary, Report
+from rag_judge.report.model import MetricKind, MetricSummary, Report, SampleFile
 from rag_judge.report.result import level_of
 from rag_judge.report.segments import segment_tables
 
@@ -170,7 +170,11 @@ def render_html(report: Report, plan: Mapping[str, object] | None = None) -> str
     embedded = any(r.sample is not None for r in report.samples)  # stops at the first
     # Metrics scored per turn or step have no value per sample: the conversation view shows them.
     groups = column_groups(report, [m for m in shown if level_of(m) == "conversation"])
-    conversations = any(r.units or _is_conversation(r.sample) for r in report.samples)
+    conversations = (
+        report.samples.indexed().conversations  # no pass over the file
+        if isinstance(report.samples, SampleFile)
+        else any(r.units or _is_conversation(r.sample) for r in report.samples)
+    )
     summary = [
         _SummaryRow(m, s, ci_bar(s, scales[m])) for m, s in report.summary.items() if m in shown
     ]
