@@ -183,6 +183,7 @@ def test_one_flip_is_not_a_flag() -> None:
 FEWEST = {2: 2, 3: 3, 5: 3, 10: 4, 20: 6, 50: 10}
 
 
+@pytest.mark.slow
 def test_the_flag_is_a_one_sided_test_valid_at_every_n() -> None:
     """At a true rate equal to the threshold, the flag fires at most 2.5% of the time, at
     every n from 1 to 60 and every default threshold (exact: summed over the binomial). The

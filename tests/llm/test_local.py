@@ -266,6 +266,7 @@ def test_dequantization_equals_gguf_bit_for_bit() -> None:
         assert np.array_equal(got, expected), kind.name
 
 
+@pytest.mark.slow
 def test_a_llama_gguf_is_read_directly_and_only_its_tokenizer_is_cached(
     tiny_gguf: Path, tmp_path: Path
 ) -> None:

@@ -56,6 +56,7 @@ def precision() -> Iterator[None]:
 needs_onednn = pytest.mark.skipif(not cpu.can_pack(), reason="oneDNN packed linear unavailable")
 
 
+@pytest.mark.slow
 @needs_onednn
 def test_sped_up_model_computes_what_the_plain_one_does() -> None:
     plain, fast = _plain_model(), _plain_model(cpu.ATTENTION)

@@ -113,6 +113,7 @@ def _corpus(n: int, seed: int) -> tuple[list[str], list[list[str]]]:
 CORPUS = _corpus(1500, seed=11)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", [False, True])
 def test_seeded_corpus_equals_rouge_score(stem: bool) -> None:
     preds, refs = CORPUS

@@ -72,6 +72,7 @@ def _histogram(page: str, metric: str) -> list[int]:
 # --- 100,000 samples ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_page_of_100000_samples_stays_under_5_mb_and_states_its_counts(
     big: Report, big_page: str
 ) -> None:
