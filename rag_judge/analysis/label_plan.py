@@ -132,21 +132,8 @@ class PlanEstimate:
 
 
 def verdict_uncertainty(judgment: Judgment | None) -> float | None:
-    """The review mode's uncertainty (report/html/_review.py ``uncertainty``, which this layer
-    cannot import): the spread of a jury's or sampled verdicts, else the entropy (bits) of the
-    judge's distribution; None where nothing was measured or all agreed."""
-    if judgment is None or judgment.score is None:
-        return None
-    spread, probs = judgment.spread_of_verdicts(), judgment.distribution()
-    if spread is not None:
-        return spread if spread > 0 else None
-    if probs:
-        total = sum(probs.values())
-        if total <= 0:
-            return None
-        entropy = -sum(p / total * math.log2(p / total) for p in probs.values() if p > 0)
-        return entropy if entropy > 0 else None
-    return None
+    """The review mode's uncertainty of a verdict (``BaseJudgment.uncertainty``)."""
+    return None if judgment is None else judgment.uncertainty()
 
 
 def make_plan(

@@ -34,6 +34,7 @@ __all__ = [
     "few_labels_warnings",
     "has_labels",
     "metric_kind",
+    "paired_estimate",
     "ppi_difference",
     "ppi_estimate",
     "ppi_estimates",
@@ -132,6 +133,38 @@ def ppi_estimate(
     if not (math.isfinite(pass_score) and RUBRIC_SCALE[0] <= pass_score <= RUBRIC_SCALE[1]):
         raise ConfigError(f"pass_score must be a number in [1, 5], got {pass_score!r}")
     scored, human, kind = _paired(report, metric, labels)
+    scale = report.summary[metric].scale
+    estimate = paired_estimate(metric, scored, human, confidence, method, scale)
+    if kind == "other" or not scored:
+        return estimate
+    cut = pass_score if kind == "rubric" else 1.0
+    lab = [sid for sid in scored if sid in human]
+    y = np.array([human[sid] for sid in lab], dtype=np.float64)
+    f_lab = np.array([scored[sid] for sid in lab], dtype=np.float64)
+    f_all = np.array(list(scored.values()), dtype=np.float64)
+    rate = rogan_gladen(f_all >= cut, f_lab >= cut, y >= cut, confidence=confidence, seed=seed)
+    pass_rate = RoganGladen(
+        threshold=pass_score if kind == "rubric" else None,
+        apparent=rate.apparent,
+        sensitivity=rate.sensitivity,
+        specificity=rate.specificity,
+        corrected=rate.corrected,
+        ci=_bounds(rate.ci_low, rate.ci_high),
+    )
+    return estimate.model_copy(update={"pass_rate": pass_rate})
+
+
+def paired_estimate(
+    metric: str,
+    scored: Mapping[str, float],
+    human: Mapping[str, float],
+    confidence: float,
+    method: PPIMethod,
+    scale: tuple[float, float | None] | None,
+) -> PPIEstimate:
+    """The PPI++ mean of ``metric`` from the judge's values (``scored``, by sample id) and the
+    human ones (``human``, on the labelled ids among them), beside the judge's and the labels'
+    own means, each interval clipped to ``scale``; no pass rate."""
     lab = [sid for sid in scored if sid in human]
     y = np.array([human[sid] for sid in lab], dtype=np.float64)
     f_lab = np.array([scored[sid] for sid in lab], dtype=np.float64)
@@ -139,19 +172,6 @@ def ppi_estimate(
     f_unl = np.array([v for sid, v in scored.items() if sid not in human], dtype=np.float64)
     ppi = ppi_mean(y, f_lab, f_unl, confidence=confidence, method=method)
     judge = mean_ci(f_all, confidence=confidence, method=method)
-    scale = report.summary[metric].scale
-    pass_rate = None
-    if kind != "other" and len(f_all):
-        cut = pass_score if kind == "rubric" else 1.0
-        rate = rogan_gladen(f_all >= cut, f_lab >= cut, y >= cut, confidence=confidence, seed=seed)
-        pass_rate = RoganGladen(
-            threshold=pass_score if kind == "rubric" else None,
-            apparent=rate.apparent,
-            sensitivity=rate.sensitivity,
-            specificity=rate.specificity,
-            corrected=rate.corrected,
-            ci=_bounds(rate.ci_low, rate.ci_high),
-        )
     return PPIEstimate(
         metric=metric,
         confidence=confidence,
@@ -168,7 +188,6 @@ def ppi_estimate(
         lam=ppi.lam,
         ess=ppi.ess,
         ess_gain=ppi.ess_gain,
-        pass_rate=pass_rate,
     )
 
 

@@ -18,8 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from rag_judge.analysis.ppi import paired_estimate
 from rag_judge.analysis.relevance_labels import GRADES, ChunkGrades, by_rank
 from rag_judge.data.chunks import Graded
 from rag_judge.data.ranking import Rankings
@@ -36,7 +35,7 @@ from rag_judge.report.model import (
     ReportWarning,
     WarningKind,
 )
-from rag_judge.stats.ppi import PPIMethod, mean_ci, ppi_mean
+from rag_judge.stats.ppi import PPIMethod
 
 __all__ = [
     "RetrievalCorrection",
@@ -195,57 +194,21 @@ def _estimate(
     method: PPIMethod,
 ) -> PPIEstimate | None:
     """The PPI++ estimate of ``metric`` beside the judge's and the labels' own, as a judge
-    rubric's (``analysis.ppi.ppi_estimate``); None without a labelled query."""
-    lab = [sid for sid in f if sid in y]
-    if not lab:
+    rubric's (``analysis.ppi.paired_estimate``); None without a labelled query."""
+    if not any(sid in y for sid in f):
         return None
-    y_lab = np.array([y[s] for s in lab])
-    f_lab = np.array([f[s] for s in lab])
-    f_unl = np.array([v for s, v in f.items() if s not in y])
-    ppi = ppi_mean(y_lab, f_lab, f_unl, confidence=confidence, method=method)
-    judge = mean_ci(np.array(list(f.values())), confidence=confidence, method=method)
-    return PPIEstimate(
-        metric=metric,
-        confidence=confidence,
-        method=method,
-        n_labelled=ppi.n_labelled,
-        n_unlabelled=ppi.n_unlabelled,
-        judge_mean=judge.mean,
-        judge_ci=_clip(judge.low, judge.high),
-        labelled_mean=ppi.classical_mean,
-        labelled_ci=_clip(ppi.classical_ci_low, ppi.classical_ci_high),
-        estimate=ppi.estimate,
-        ci=_clip(ppi.ci_low, ppi.ci_high),
-        se=ppi.se,
-        lam=ppi.lam,
-        ess=ppi.ess,
-        ess_gain=ppi.ess_gain,
-    )
-
-
-def _clip(low: float | None, high: float | None) -> tuple[float, float] | None:
-    if low is None or high is None:
-        return None
-    return (max(low, SCALE[0]), min(high, SCALE[1]))
+    return paired_estimate(metric, f, y, confidence, method, SCALE)
 
 
 def _left_out_warning(left_out: Mapping[str, str]) -> list[ReportWarning]:
     if not left_out:
         return []
     first = next(iter(left_out.values()))
-    message = (
+    return _partial(
+        len(left_out),
         f"{len(left_out)} queries with human chunk grades were left out of the corrected "
-        f"retrieval metrics, their grading incomplete (e.g. {first}); the estimates use the "
-        "other labelled queries, which are then no longer quite a random subset."
+        f"retrieval metrics, their grading incomplete (e.g. {first})",
     )
-    warning = ReportWarning(
-        kind=WarningKind.PARTIAL_GRADES,
-        metric="relevance",
-        value=len(left_out),
-        threshold=0,
-        message=message,
-    )
-    return [warning]
 
 
 def _top_only_warning(top_only: set[tuple[str, str]]) -> list[ReportWarning]:
@@ -256,18 +219,22 @@ def _top_only_warning(top_only: set[tuple[str, str]]) -> list[ReportWarning]:
         return []
     queries = sorted({sid for sid, _ in top_only})
     metrics = sorted({m for _, m in top_only})
-    message = (
+    return _partial(
+        len(queries),
         f"{len(queries)} queries with human chunk grades graded only their top k of more "
         f"retrieved chunks (e.g. {queries[0]!r}): they are left out of {', '.join(metrics)}, "
-        "which read every retrieved chunk (grade them all to use them there); the estimates "
-        "of those metrics use the other labelled queries, which are then no longer quite a "
-        "random subset."
+        "which read every retrieved chunk (grade them all to use them there)",
+    )
+
+
+def _partial(count: int, what: str) -> list[ReportWarning]:
+    """A ``partial_grades`` warning: ``what`` was left out, and why that matters."""
+    message = (
+        f"{what}; the estimates use the other labelled queries, which are then no longer "
+        "quite a random subset."
     )
     warning = ReportWarning(
-        kind=WarningKind.PARTIAL_GRADES,
-        metric="relevance",
-        value=len(queries),
-        threshold=0,
+        kind=WarningKind.PARTIAL_GRADES, metric="relevance", value=count, threshold=0,
         message=message,
-    )
+    )  # fmt: skip
     return [warning]

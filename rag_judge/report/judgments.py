@@ -120,6 +120,24 @@ class BaseJudgment(BaseModel):
         """The judge's probabilities over "1".."5", where it gave them."""
         return None
 
+    def uncertainty(self) -> float | None:
+        """How uncertain the verdict is (higher: more): the spread of a jury's or of n sampled
+        verdicts, else the entropy (bits) of the judge's distribution; None where the run
+        measured nothing, all verdicts agreed, or there is no score. The review mode's queue
+        and the label plan's inclusion probabilities both read it."""
+        if self.score is None:
+            return None
+        spread, probs = self.spread_of_verdicts(), self.distribution()
+        if spread is not None:
+            return spread if spread > 0 else None
+        if probs:
+            total = sum(probs.values())
+            if total <= 0:
+                return None
+            entropy = -sum(p / total * math.log2(p / total) for p in probs.values() if p > 0)
+            return entropy if entropy > 0 else None
+        return None
+
 
 class RubricJudgment(BaseJudgment):
     """One judge's verdict on a rubric. The optional fields appear only where the scoring

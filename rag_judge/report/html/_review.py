@@ -42,18 +42,7 @@ def review_rubrics(report: Report, indices: Sequence[int] | None = None) -> list
 
 def uncertainty(judgment: Judgment | None) -> float | None:
     """How uncertain a verdict is (higher: more), or None when the run measured nothing."""
-    if judgment is None or judgment.score is None:
-        return None
-    spread, probs = judgment.spread_of_verdicts(), judgment.distribution()
-    if spread is not None:
-        return spread if spread > 0 else None
-    if probs:
-        total = sum(probs.values())
-        if total <= 0:
-            return None
-        entropy = -sum(p / total * math.log2(p / total) for p in probs.values() if p > 0)
-        return entropy if entropy > 0 else None
-    return None
+    return None if judgment is None else judgment.uncertainty()
 
 
 def review_data(report: Report, indices: Sequence[int]) -> dict[str, object]:
