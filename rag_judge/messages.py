@@ -48,13 +48,17 @@ def moved_error(err: Mapping[str, Any], loc: tuple[int | str, ...]) -> Any:
     from pydantic import ValidationError
     from pydantic_core import InitErrorDetails, PydanticCustomError
 
-    kind: str | PydanticCustomError = err["type"]
     ctx = err.get("ctx", {})
     try:
-        ValidationError.from_exception_data("", [InitErrorDetails(type=kind, input=None, ctx=ctx)])
-    except KeyError:
-        kind = PydanticCustomError(err["type"], err["msg"].replace("{", "{{").replace("}", "}}"))
-    return InitErrorDetails(type=kind, loc=loc, input=err["input"], ctx=ctx)
+        ValidationError.from_exception_data(
+            "", [InitErrorDetails(type=err["type"], input=None, ctx=ctx)]
+        )
+    except (KeyError, TypeError):  # an unknown type, or one whose context is not at hand
+        # Without a context pydantic leaves the message as it is (no "{...}" is filled in).
+        return InitErrorDetails(
+            type=PydanticCustomError(err["type"], err["msg"]), loc=loc, input=err["input"]
+        )
+    return InitErrorDetails(type=err["type"], loc=loc, input=err["input"], ctx=ctx)
 
 
 def friendly_message(err: Mapping[str, Any]) -> str:

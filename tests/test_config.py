@@ -341,3 +341,15 @@ def test_an_error_pydantic_cannot_raise_by_name_is_still_a_config_error(tmp_path
     with pytest.raises(ConfigError, match=r"exp\.yaml:5: evaluators\[0\]\.cache") as err:
         load_experiments(config)
     assert "not a valid path" in str(err.value)
+
+
+def test_a_moved_error_keeps_its_message_as_written() -> None:
+    """An error pydantic cannot raise again by its name keeps its message word for word: no
+    doubled braces, no context filled in."""
+    from pydantic import ValidationError
+
+    from rag_judge.messages import moved_error
+
+    err = {"type": "path_type", "msg": "not a path: {x}", "loc": ("a",), "input": 1, "ctx": {}}
+    moved = ValidationError.from_exception_data("t", [moved_error(err, ("b", 0))]).errors()[0]
+    assert (moved["msg"], moved["loc"], moved["type"]) == ("not a path: {x}", ("b", 0), "path_type")

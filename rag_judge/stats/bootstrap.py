@@ -24,6 +24,7 @@ __all__ = [
 
 _CHUNK = 2_000_000  # resampled elements held in memory at once
 _THREADED = 50_000  # rows from which bootstrap_cis spreads its columns over threads
+_MAX_THREADS = 4  # each holds a gathered chunk (_CHUNK floats, 16 MB): the peak stays bounded
 
 
 def bootstrap_ci(
@@ -79,7 +80,7 @@ def bootstrap_cis(
     per_chunk = max(1, _CHUNK // n)
     # numpy gathers and averages without the GIL: the columns go to threads, one per core,
     # when there are enough rows to repay a thread (the results do not depend on it).
-    workers = min(len(flats), (os.cpu_count() or 1) if n >= _THREADED else 1)
+    workers = min(len(flats), _MAX_THREADS, os.cpu_count() or 1) if n >= _THREADED else 1
     with ThreadPoolExecutor(max(1, workers)) as pool:
         for start in range(0, resamples, per_chunk):
             rows = rng.integers(0, n, size=(min(per_chunk, resamples - start), n))

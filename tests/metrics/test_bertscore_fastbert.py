@@ -117,7 +117,16 @@ def _edit(path: Path, **changes: object) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    ["gelu_new", "cased", "no tokenizer.json", "relative positions"],
+    [
+        "gelu_new",
+        "cased",
+        "no tokenizer.json",
+        "relative positions",
+        "post-processor",
+        "pre-tokenizer",
+        "wordpiece",
+        "special token",
+    ],
 )
 def test_a_folder_it_cannot_read_exactly_loads_through_transformers(
     tmp_path: Path, change: str
@@ -130,6 +139,18 @@ def test_a_folder_it_cannot_read_exactly_loads_through_transformers(
         _edit(folder / "tokenizer_config.json", do_lower_case=False)
     elif change == "relative positions":
         _edit(folder / "config.json", position_embedding_type="relative_key")
+    # transformers rebuilds BERT's tokenizer from vocab.txt and tokenizer_config.json: a
+    # tokenizer.json whose other parts differ from BERT's would give other ids than it does.
+    elif change == "post-processor":
+        _edit(folder / "tokenizer.json", post_processor={"type": "BertProcessing",
+              "sep": ["[SEP]", 102], "cls": ["[SEP]", 102]})  # fmt: skip
+    elif change == "pre-tokenizer":
+        _edit(folder / "tokenizer.json", pre_tokenizer={"type": "Whitespace"})
+    elif change == "wordpiece":
+        model = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+        _edit(folder / "tokenizer.json", model={**model, "max_input_chars_per_word": 5})
+    elif change == "special token":  # the two files would name different [CLS] tokens
+        _edit(folder / "tokenizer_config.json", cls_token="[MASK]")
     else:
         (folder / "tokenizer.json").unlink()
     assert not fastbert.eligible(folder)

@@ -169,3 +169,11 @@ def test_chrf_f_scores_equal_the_scalar_transcription() -> None:
         assert chrf_port.f_scores(counts, 8, beta, eps).tolist() == scalar
         sacre = CHRF(char_order=8, word_order=0, beta=beta, eps_smoothing=eps)
         assert scalar == [sacre._compute_f_score(row.tolist()) for row in counts]
+
+
+def test_a_lone_surrogate_is_a_character_as_in_sacrebleu() -> None:
+    """JSON can carry "\\ud800", which json.loads keeps: sacrebleu scores it, so must the port
+    (it used to raise UnicodeEncodeError)."""
+    hyp, ref = "a \ud800 b", "a \ud800 c"
+    stats = chrf_statistics([hyp], [[ref]])
+    assert float(stats.sentence[0]) * 100 == CHRF().sentence_score(hyp, [ref]).score

@@ -55,13 +55,61 @@ def eligible(folder: Path) -> bool:
         and norm.get("strip_accents") == tok_config.get("strip_accents")
         and norm.get("handle_chinese_chars") == tok_config.get("tokenize_chinese_chars", True)
     )
-    post = (tok.get("post_processor") or {}).get("type")
     return (
-        plain_bert and same_norm and post in ("TemplateProcessing", "BertProcessing")
+        plain_bert and same_norm and _bert_pieces(tok) and _standard_specials(folder, tok_config)
         and tok_config.get("tokenizer_class") in _TOKENIZER_CLASSES
         and tok_config.get("truncation_side", "right") == "right"
-        and (tok.get("model") or {}).get("type") == "WordPiece"
     )  # fmt: skip
+
+
+# transformers builds a BERT tokenizer from vocab.txt and tokenizer_config.json and ignores
+# tokenizer.json's pre-tokenizer, post-processor and WordPiece settings: they must be BERT's own
+# for tokenizer.json to give its ids.
+_WORDPIECE = {
+    "unk_token": "[UNK]",
+    "continuing_subword_prefix": "##",
+    "max_input_chars_per_word": 100,
+}
+_SPECIALS = {"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]", "pad_token": "[PAD]"}
+
+
+def _bert_pieces(tok: dict[str, Any]) -> bool:
+    """tokenizer.json's pre-tokenizer, WordPiece model and post-processor are BERT's:
+    ``[CLS] $A [SEP]`` with the vocabulary's own ids of those tokens."""
+    model = tok.get("model") or {}
+    vocab = model.get("vocab") or {}
+    if model.get("type") != "WordPiece" or any(model.get(k) != v for k, v in _WORDPIECE.items()):
+        return False
+    if (tok.get("pre_tokenizer") or {}).get("type") != "BertPreTokenizer":
+        return False
+    post = tok.get("post_processor") or {}
+    cls, sep = vocab.get("[CLS]"), vocab.get("[SEP]")
+    if post.get("type") == "BertProcessing":
+        return post.get("cls") == ["[CLS]", cls] and post.get("sep") == ["[SEP]", sep]
+    if post.get("type") != "TemplateProcessing":
+        return False
+    single = [
+        ("S", part["SpecialToken"].get("id"))
+        if "SpecialToken" in part
+        else ("A", (part.get("Sequence") or {}).get("id"))
+        for part in post.get("single") or []
+        if isinstance(part, dict)
+    ]
+    specials = post.get("special_tokens") or {}
+    return single == [("S", "[CLS]"), ("A", "A"), ("S", "[SEP]")] and all(
+        (specials.get(name) or {}).get("ids") == [vocab.get(name)] for name in ("[CLS]", "[SEP]")
+    )
+
+
+def _standard_specials(folder: Path, tok_config: dict[str, Any]) -> bool:
+    """BERT's own special tokens in both files that may name them (transformers and this
+    module could otherwise read different ones)."""
+    for names in (tok_config, _json(folder / "special_tokens_map.json")):
+        for key, standard in _SPECIALS.items():
+            value = names.get(key, standard)
+            if (value.get("content") if isinstance(value, dict) else value) != standard:
+                return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,9 @@ def _matches(
 
 def _chars(texts: list[str]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    whole = "".join(texts).encode("utf-32-le")
+    # surrogatepass: JSON can carry a lone surrogate ("\ud800"), which sacrebleu scores as a
+    # character like any other.
+    whole = "".join(texts).encode("utf-32-le", "surrogatepass")
     return np.frombuffer(whole, dtype="<u4").astype(np.int64), lengths
 
 
