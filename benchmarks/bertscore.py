@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bertscore.py                       # 1,000 pairs, CPU
     .venv/bin/python benchmarks/bertscore.py --pairs 300
-    .venv/bin/python benchmarks/bertscore.py --device cuda --batch-sizes 64,256
+    .venv/bin/python benchmarks/bertscore.py --device cuda --batch-sizes 64,256  # gpu_check.py
     .venv/bin/python benchmarks/bertscore.py --layer-study         # the default layer's basis
     .venv/bin/python benchmarks/bertscore.py --processes --busy 2  # new processes, busy CPU
 
@@ -366,6 +366,14 @@ def main() -> None:
     if args.processes:
         args.batch_size = int(args.batch_sizes.split(",")[0])
         processes.main(args)
+        return
+    if args.device.startswith("cuda"):  # synchronised timings, per-pair reference: gpu_check.py
+        import gpu_check
+
+        for size in args.batch_sizes.split(","):
+            gpu_check.main(["--device", args.device, "--skip-judge", "--pairs", str(args.pairs),
+                            "--batch-size", size.strip(), "--rounds", str(args.cold_repeat),
+                            "--out", tempfile.mkdtemp(prefix="bertscore-gpu-")])  # fmt: skip
         return
     args.bertscore_pairs = args.pairs
     bertscore_section(args)
