@@ -146,9 +146,14 @@ class Display:
             self._draw(None, force=True)
             return s
 
-    def end(self, s: Step) -> None:
+    def now(self) -> float:
+        """The display's clock (a test's may stand still)."""
+        return self._clock()
+
+    def end(self, s: Step, seconds: float | None = None) -> None:
+        """``s`` done, shown with ``seconds`` (default: since it began)."""
         with self._lock:
-            s.seconds = self._clock() - s.started
+            s.seconds = self._clock() - s.started if seconds is None else seconds
             self._print(s.describe())
 
     def task(self, label: str, total: int, unit: str) -> Task:

@@ -314,12 +314,17 @@ class EvaluatorRun:
         taking the next chunk (the pipeline streams a dataset through this); returns what only
         the end of the run knows."""
         for chunk in chunks:
-            result = self.evaluate(chunk)
-            for metric, signature in result.signatures.items():
-                if any(v is not None for v in result.scores.get(metric, ())):
-                    self._signed.setdefault(metric, []).append(signature)
-            emit(result)
+            emit(self.evaluate_chunk(chunk))
         return self.finish()
+
+    def evaluate_chunk(self, chunk: Sequence[Sample]) -> EvaluatorResult:
+        """One chunk's result, its signatures noted for :meth:`finish`: what
+        ``evaluate_chunks`` does per chunk, for a caller that hands the chunks over itself."""
+        result = self.evaluate(chunk)
+        for metric, signature in result.signatures.items():
+            if any(v is not None for v in result.scores.get(metric, ())):
+                self._signed.setdefault(metric, []).append(signature)
+        return result
 
     def finish(self) -> Final:
         """The run's signatures where its chunks signed a metric differently (sacrebleu's

@@ -1,0 +1,168 @@
+"""One pass over the samples for the evaluators that can share it: those that score a chunk at
+a time ride along the pass of one that runs its own chunks (a judge), so a streamed dataset is
+read and parsed once for all of them, with the same report as runs apart."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rag_judge import Pipeline, Sample, load_config
+from rag_judge import _progress as progress
+from rag_judge.data.stream import JsonlSource
+from rag_judge.evaluators import EVALUATORS
+from rag_judge.evaluators.base import Evaluator, EvaluatorRun
+from rag_judge.evaluators.result import EvaluatorResult, Final
+from rag_judge.pipeline import running
+from rag_judge.resources import resource_dir
+
+DEMO = resource_dir("configs") / "demo.yaml"
+DEMO_DATA = resource_dir("configs") / "data" / "demo.jsonl"
+CONFIG = """\
+name: shared
+dataset: {data}
+seed: 3
+bootstrap: {{resamples: 200}}
+chunk_size: 5
+evaluators:
+  - type: retrieval
+    metrics: [precision@3, mrr, ndcg@5]
+  - type: rouge
+  - type: judge
+    rubrics: [faithfulness, correctness]
+    client: {{provider: stub}}
+    cache: null
+  - type: bleu
+"""
+
+
+def counted_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    passes: list[int] = []
+    chunks = JsonlSource.chunks
+
+    def counting(self: JsonlSource, size: int) -> Iterator[list[Sample]]:
+        passes.append(size)
+        return chunks(self, size)
+
+    monkeypatch.setattr(JsonlSource, "chunks", counting)
+    return passes
+
+
+def test_the_dataset_is_read_once_for_every_evaluator_and_the_report_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "shared.yaml"
+    path.write_text(CONFIG.format(data=DEMO_DATA), encoding="utf-8")
+    config = load_config(path)
+    passes = counted_passes(monkeypatch)
+    shown = io.StringIO()
+    with progress.showing(progress.Display(progress.Mode.LINES, shown, clock=lambda: 0.0)):
+        report = Pipeline(config).run().report
+    assert len(passes) == 2  # the evaluators' one pass, and the join into the samples' results
+    # the steps are shown in config order, each once
+    assert shown.getvalue().splitlines() == [
+        "evaluators[0] (retrieval): done",
+        "evaluators[1] (rouge): done",
+        "evaluators[3] (bleu): done",
+        "evaluators[2] (judge): 68/68 calls",
+    ]
+    # each evaluator alone, over samples in memory: the same numbers
+    samples = list(Pipeline(config).load_dataset())
+    for i, evaluator in enumerate(config.evaluators):
+        alone = Pipeline(config.model_copy(update={"evaluators": [evaluator]})).run(samples).report
+        for metric, summary in alone.summary.items():
+            assert report.summary[metric] == summary, (i, metric)
+            assert report.column(metric) == alone.column(metric)
+        for r, a in zip(report.samples, alone.samples, strict=True):
+            assert {m: r.judgments[m] for m in a.judgments} == a.judgments
+
+
+class Driver(Evaluator):
+    """Runs its own chunks (as a judge does) and crashes on the chunk holding ``crash_on``."""
+
+    type: str = "driver"
+    crash_on: str = ""
+
+    def metric_names(self) -> list[str]:
+        return ["driven"]
+
+    def prepare(self, **_: Any) -> EvaluatorRun:
+        return DriverRun(self)
+
+
+class DriverRun(EvaluatorRun):
+    evaluator: Driver
+
+    def evaluate_chunks(
+        self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]
+    ) -> Final:
+        for chunk in chunks:
+            if any(s.id == self.evaluator.crash_on for s in chunk):
+                raise RuntimeError("driver down")
+            result = EvaluatorResult.empty(len(chunk), self.signatures())
+            result.fill("driven", list(range(len(chunk))), np.full(len(chunk), 2.0))
+            emit(result)
+        return Final()
+
+
+class Rider(Evaluator):
+    """Scores 1.0 per sample, a chunk at a time; crashes on the sample ``crash_on``."""
+
+    type: str = "rider"
+    crash_on: str = ""
+
+    def metric_names(self) -> list[str]:
+        return ["ridden"]
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, Any]:
+        if any(s.id == self.crash_on for s in samples):
+            raise RuntimeError("rider down")
+        return {"ridden": np.ones(len(samples))}
+
+
+def test_a_crash_of_the_driver_or_a_rider_fails_only_its_own_metrics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    samples = list(Pipeline(load_config(DEMO)).load_dataset())
+    monkeypatch.setitem(EVALUATORS, "driver", Driver)
+    monkeypatch.setitem(EVALUATORS, "rider", Rider)
+    together: list[int] = []
+    shared = running.stream_together
+
+    def spy(riders: Any, driver: Any, chunks: Any) -> None:
+        together.append(len(riders) + (driver is not None))
+        shared(riders, driver, chunks)
+
+    monkeypatch.setattr("rag_judge.pipeline.stream_together", spy)
+    evaluators = [
+        Rider(crash_on=samples[13].id),
+        Driver(crash_on=samples[22].id),
+        EVALUATORS["bleu"](),
+    ]
+    config = load_config(DEMO).model_copy(update={"evaluators": evaluators, "chunk_size": 4})
+    report = Pipeline(config).run(samples).report
+    assert together == [3]
+    ridden = [r.scores["ridden"] for r in report.samples]
+    assert ridden == [1.0] * 12 + [None] * 22  # chunks 1-3; the 4th crashed, the rest not run
+    driven = [r.scores["driven"] for r in report.samples]
+    assert driven == [2.0] * 20 + [None] * 14  # chunks 1-5; the 6th crashed
+    assert report.samples[30].errors["driven"].message == (
+        "driver evaluator failed: RuntimeError: driver down"
+    )
+    assert report.samples[12].errors["ridden"].message == (
+        "rider evaluator failed: RuntimeError: rider down"
+    )
+    assert report.summary["bleu"].n == 34  # the third is untouched by either crash
+
+
+def test_one_evaluator_alone_keeps_its_own_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = counted_passes(monkeypatch)
+    config = load_config(DEMO)
+    only = [e for e in config.evaluators if e.type == "rouge"]
+    Pipeline(config.model_copy(update={"evaluators": only})).run()
+    assert len(passes) == 2  # its pass and the join: sharing would save nothing
