@@ -3,16 +3,16 @@
     .venv/bin/python benchmarks/judge.py                 # the full run (about a minute)
     .venv/bin/python benchmarks/judge.py --rpm-seconds 10 --skip-local   # quicker
 
-1. ``--n`` judgments through the openai client (the SDK over its HTTP layer: aiohttp when
-   installed, else httpx) against the fake OpenAI-compatible server (tests/fake_openai_server.py,
-   in its own process) with ``--latency`` seconds per reply, at ``--concurrency``: wall time
-   against the ideal n / concurrency × latency (goal: efficiency ≥ 0.9), and the client's CPU
-   per call (this process: the event loop and the cache's writer thread). The run is repeated
-   ``--repeat`` times, each with a fresh engine and an empty cache; the median run is the
-   figure. ``floor_s`` is the wall time with zero overhead (whole rounds of ``--concurrency``
-   calls). The same load with a stub client that just awaits the latency measures the
-   scheduler alone. ``server_requests`` (what the server saw over all runs, warm-ups included)
-   must equal ``usage_requests`` (the engines' ``requests + retries - connect_errors``).
+1. ``--n`` judgments against the fake OpenAI-compatible server (tests/fake_openai_server.py, in
+   its own process; ``--server-processes K`` copies on one port) with ``--latency`` seconds per
+   reply, at ``--concurrency``, per side in interleaved rounds (``--repeat``, medians): the
+   engine in-process over the openai client; the engine with each ``--processes N`` worker
+   processes; the openai SDK alone; a raw aiohttp client. Per side: wall, efficiency against the
+   ideal n / concurrency × latency (goal ≥ 0.9), calls/s, and client CPU per call (this
+   process's plus the workers', via psutil). Every side's answers must equal the in-process
+   engine's. ``server_requests`` (what the server saw from the engines, warm-ups included) must
+   equal ``usage_requests`` (their ``requests + retries - connect_errors``).
+   ``--throughput-only`` stops after this table.
 2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
 3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
    achieved over ``--rpm-seconds`` (goal: within 5 % of the limit) and the 429s provoked
@@ -38,6 +38,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _judge_sides import aiohttp_side, engine_side, sdk_side  # noqa: E402
 
 from rag_judge.llm.base import ChatMessage, Completion, CompletionRequest  # noqa: E402
 from rag_judge.llm.engine import JudgeEngine  # noqa: E402
@@ -68,8 +71,11 @@ def judgment(i: int, labels: bool = False) -> CompletionRequest:
 
 
 @contextmanager
-def fake_server(latency: float, rpm_limit: float | None = None) -> Iterator[str]:
-    """The fake server in a child process (so it shares no GIL with the client)."""
+def fake_server(
+    latency: float, rpm_limit: float | None = None, processes: int = 1
+) -> Iterator[str]:
+    """The fake server in child processes (so it shares no GIL with the client): ``processes``
+    of them on one port (SO_REUSEPORT), for loads one process cannot serve."""
     argv = [
         sys.executable,
         str(ROOT / "tests" / "fake_openai_server.py"),
@@ -78,14 +84,26 @@ def fake_server(latency: float, rpm_limit: float | None = None) -> Iterator[str]
     ]
     if rpm_limit is not None:
         argv += ["--rpm-limit", str(rpm_limit)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if processes > 1:
+        argv.append("--reuse-port")
+    procs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)]
     try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
+        assert procs[0].stdout is not None
+        url = procs[0].stdout.readline().strip()
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        for _ in range(processes - 1):
+            more = [*argv, "--port", port]
+            procs.append(
+                subprocess.Popen(more, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            )
+            assert procs[-1].stdout is not None
+            procs[-1].stdout.readline()
+        yield url
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=30)
 
 
 def stats(base_url: str) -> dict[str, Any]:
@@ -98,108 +116,90 @@ def client_for(base_url: str) -> OpenAIClient:
     return OpenAIClient("fake-judge", base_url=base_url, timeout=30.0)
 
 
-def _timed_run(url: str, requests: list[CompletionRequest], args: argparse.Namespace,
-               cache_path: Path) -> tuple[float, float, int, int]:  # fmt: skip
-    """One cold run (fresh engine and client, empty cache): wall s, client CPU s, completions,
-    and the HTTP requests the engine's usage counted (warm-up included). A warm-up call first
-    (the SDK's lazy imports, the connection pools), in the same loop."""
-
-    async def run() -> tuple[float, float, int, int]:
-        engine = JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency)
-        async with engine:
-            await engine.run([judgment(-1)])
-            start, cpu = time.perf_counter(), time.process_time()
-            results = await engine.run(requests)
-            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        ok = sum(isinstance(r, Completion) for r in results)
-        usage = engine.usage
-        return wall, cpu, ok, usage.requests + usage.retries - usage.connect_errors
-
-    return asyncio.run(run())
-
-
-def _sdk_alone(url: str, requests: list[CompletionRequest], concurrency: int) -> float:
-    """The reference: the same calls made straight through the SDK as its docs show it
-    (``chat.completions.create`` under a semaphore, the aiohttp client), no engine, no cache:
-    wall seconds, after one warm-up call."""
-    import openai
-
-    async def run() -> float:
-        async with openai.AsyncOpenAI(
-            base_url=url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAioHttpClient()
-        ) as sdk:
-            gate = asyncio.Semaphore(concurrency)
-
-            async def one(request: CompletionRequest) -> object:
-                async with gate:
-                    return await sdk.chat.completions.create(
-                        model="fake-judge",
-                        messages=[
-                            {"role": m.role, "content": m.content}  # type: ignore[misc]
-                            for m in request.messages
-                        ],
-                        max_tokens=request.max_tokens,
-                        temperature=request.temperature,
-                    )
-
-            await one(judgment(-1))
-            start = time.perf_counter()
-            await asyncio.gather(*map(one, requests))
-            return time.perf_counter() - start
-
-    return asyncio.run(run())
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """``--repeat`` cold runs, each followed by the reference (the SDK alone); the medians and
-    the best. Then a rerun of the last cache: zero requests."""
+    """``--repeat`` rounds; in each, one cold run per side, interleaved: the engine in-process,
+    the engine with each ``--processes`` N worker processes, the openai SDK alone and a raw
+    aiohttp client. Medians per side; every side's answers must equal the in-process engine's.
+    Then a rerun of the last cache: zero requests."""
     requests = [judgment(i) for i in range(args.n)]
     ideal = args.n / args.concurrency * args.latency
-    runs: list[tuple[float, float, int, int]] = []
-    reference: list[float] = []
-    with fake_server(args.latency) as url:
+    sides = ["engine"] + [f"pool_{n}" for n in args.processes if n > 1] + ["sdk", "aiohttp"]
+    runs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+    counted = 0
+    with fake_server(args.latency, processes=args.server_processes) as url:
         for rep in range(args.repeat):
-            cache_path = tmp / f"cache-{rep}.sqlite"
-            runs.append(_timed_run(url, requests, args, cache_path))
-            reference.append(_sdk_alone(url, requests, args.concurrency))
-        seen = stats(url)["requests"]
-        sent = seen - len(reference) * (args.n + 1)  # the engines' own, warm-ups included
+            expected: list[str | None] | None = None
+            for side in sides:
+                if side == "engine" or side.startswith("pool_"):
+                    processes = 1 if side == "engine" else int(side[5:])
+                    cache_path = tmp / f"cache-{rep}-{side}.sqlite"
+                    (wall, cpu, texts), sent = engine_side(
+                        url, requests, args.concurrency, processes, cache_path
+                    )
+                    counted += sent
+                elif side == "sdk":
+                    wall, cpu, texts = sdk_side(url, requests, args.concurrency)
+                else:
+                    wall, cpu, texts = aiohttp_side(url, requests, args.concurrency)
+                expected = texts if expected is None else expected
+                assert texts == expected and None not in texts, f"{side}: other answers"
+                runs[side].append((wall, cpu))
+        # Each reference side sent n + 1 requests (its warm-up); the engines' own from usage.
+        seen = stats(url)["requests"] if args.server_processes == 1 else None
+        references = 2 * args.repeat * (args.n + 1)
         with JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency) as rerun:
             start = time.perf_counter()
             again = rerun.run_sync(requests)
             rerun_wall = time.perf_counter() - start
-        sent_rerun = stats(url)["requests"] - seen
-    walls = sorted(w for w, _, _, _ in runs)
-    median = walls[len(walls) // 2]
-    sdk_median = sorted(reference)[len(reference) // 2]
+        sent_rerun = stats(url)["requests"] - seen if seen is not None else None
     out: dict[str, Any] = {
         "judgments": args.n,
         "concurrency": args.concurrency,
         "latency_s": args.latency,
         "ideal_s": round(ideal, 3),
-        "floor_s": round(-(-args.n // args.concurrency) * args.latency, 3),
+        "ideal_calls_per_s": round(args.n / ideal, 1),
         "repeats": args.repeat,
         "http": client_for("http://127.0.0.1:1/v1").http,
-        "ok": min(ok for _, _, ok, _ in runs),
-        "wall_s_median": round(median, 3),
-        "efficiency_median": round(ideal / median, 3),
-        "efficiency_best": round(ideal / walls[0], 3),
-        "sdk_alone_wall_s_median": round(sdk_median, 3),
-        "sdk_alone_efficiency": round(ideal / sdk_median, 3),
-        "ratio_vs_sdk_alone": round(sdk_median / median, 3),
-        "client_cpu_ms_per_call": round(
-            sorted(c for _, c, _, _ in runs)[len(runs) // 2] / args.n * 1000, 3
-        ),
-        "server_requests": sent,
-        "usage_requests": sum(counted for _, _, _, counted in runs),
+        "server_processes": args.server_processes,
+        "sides": {},
     }
+    for side, measured in runs.items():
+        wall = _median([w for w, _ in measured])
+        out["sides"][side] = {
+            "wall_s": round(wall, 3),
+            "efficiency": round(ideal / wall, 3),
+            "calls_per_s": round(args.n / wall, 1),
+            "client_cpu_ms_per_call": round(_median([c for _, c in measured]) / args.n * 1000, 3),
+        }
     out.update(
+        server_requests=None if seen is None else seen - references,
+        usage_requests=counted,
         cached_rerun_wall_s=round(rerun_wall, 3),
         cached_rerun_requests=sent_rerun,
         cached_rerun_hits=rerun.usage.cache_hits,
         cached_rerun_ok=sum(isinstance(r, Completion) and r.cached for r in again),
     )
     return out
+
+
+def print_sides(t: dict[str, Any]) -> None:
+    """One line per side: what the table in the README reads."""
+    print(
+        f"{t['judgments']} judgments at {t['latency_s']} s, concurrency {t['concurrency']}: "
+        f"ideal {t['ideal_s']} s ({t['ideal_calls_per_s']} calls/s); {os.cpu_count()} cores; "
+        f"medians of {t['repeats']}"
+    )
+    for side, row in t["sides"].items():
+        print(
+            f"  {side:<9} wall {row['wall_s']:>7.3f} s  efficiency {row['efficiency']:.3f}  "
+            f"{row['calls_per_s']:>8.1f} calls/s  client CPU {row['client_cpu_ms_per_call']:.3f} "
+            "ms/call",
+            flush=True,
+        )
 
 
 def engine_only(args: argparse.Namespace) -> dict[str, Any]:
@@ -285,21 +285,29 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="timed cold runs (median kept)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="worker processes of each pool side (the engine's client: {processes: N})",
+    )
+    parser.add_argument(
+        "--server-processes", type=int, default=1, help="fake server processes on one port"
+    )
+    parser.add_argument(
+        "--throughput-only", action="store_true", help="only the throughput table (section 1)"
+    )
     args = parser.parse_args()
 
     out: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         out["throughput"] = throughput(args, Path(tmp))
     print(json.dumps(out["throughput"], indent=2), flush=True)
-    t = out["throughput"]
-    print(
-        f"{t['judgments']} judgments at {t['latency_s']} s, concurrency {t['concurrency']}: "
-        f"ideal {t['ideal_s']} s; reference (openai SDK alone) {t['sdk_alone_wall_s_median']} s "
-        f"(efficiency {t['sdk_alone_efficiency']}); rag-judge engine {t['wall_s_median']} s "
-        f"(efficiency {t['efficiency_median']}, goal >= 0.9 on 16 cores); ratio "
-        f"{t['ratio_vs_sdk_alone']}x; {os.cpu_count()} cores",
-        flush=True,
-    )
+    print_sides(out["throughput"])
+    if args.throughput_only:
+        _write(args, out)
+        return
     out["engine_only"] = engine_only(args)
     print(json.dumps(out["engine_only"], indent=2), flush=True)
     out["rate_limit"] = rate_limited(args)
@@ -307,6 +315,10 @@ def main() -> None:
     if not args.skip_local:
         out["local"] = local_model(args)
         print(json.dumps(out["local"], indent=2), flush=True)
+    _write(args, out)
+
+
+def _write(args: argparse.Namespace, out: dict[str, Any]) -> None:
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -26,7 +26,10 @@ server that returns fewer choices than asked or no logprobs.
 
 Run as a script it serves in its own process (for benchmarks: no GIL shared with the client),
 prints its base URL, and stops when stdin closes:
-``python tests/fake_openai_server.py --latency 0.1 --rpm-limit 600``.
+``python tests/fake_openai_server.py --latency 0.1 --rpm-limit 600``. It answers keep-alive
+HTTP/1.1 with a listen backlog of 4096 and TCP_NODELAY (asyncio's default), so that it, not the
+client, is never what sets the pace below its CPU limit; ``--port P --reuse-port`` starts
+another process on the same port (SO_REUSEPORT), for loads one process cannot serve.
 
 The Batch API, as OpenAI serves it: ``POST /v1/files`` (a multipart upload),
 ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and ``GET /v1/batches/{id}``. Each created
@@ -146,6 +149,8 @@ class FakeOpenAIServer(BatchRoutes):
         ignores: Collection[str] = (),
         default: Reply | str = '{"reason": "default reply", "score": 3}',
         batches: Sequence[BatchPlan] = (),
+        port: int = 0,
+        reuse_port: bool = False,
     ) -> None:
         self._script = script if callable(script) or script is None else list(script)
         self._position = 0
@@ -176,7 +181,8 @@ class FakeOpenAIServer(BatchRoutes):
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.port = 0
+        self.port = port
+        self._reuse_port = reuse_port  # several server processes on one port (benchmarks)
 
     @property
     def base_url(self) -> str:
@@ -194,7 +200,11 @@ class FakeOpenAIServer(BatchRoutes):
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
         started = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+            # A backlog well above any client's concurrency; asyncio sets TCP_NODELAY itself.
+            asyncio.start_server(
+                self._serve, "127.0.0.1", self.port, backlog=4096, reuse_port=self._reuse_port
+            ),
+            self._loop,
         )
         self._server = started.result(timeout=10)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -372,9 +382,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--rpm-limit", type=float, default=None)
+    parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
+    parser.add_argument("--reuse-port", action="store_true", help="share the port (SO_REUSEPORT)")
     args = parser.parse_args()
     reply = '{"reason": "The answer is supported by context 1.", "score": 4}'
-    with FakeOpenAIServer(latency=args.latency, rpm_limit=args.rpm_limit, default=reply) as srv:
+    with FakeOpenAIServer(
+        latency=args.latency,
+        rpm_limit=args.rpm_limit,
+        default=reply,
+        port=args.port,
+        reuse_port=args.reuse_port,
+    ) as srv:
         print(srv.base_url, flush=True)
         sys.stdin.read()  # serve until the parent closes our stdin
 

@@ -103,6 +103,7 @@ def make_engine(
         prompt_price_per_1k=config.prompt_price_per_1k,
         completion_price_per_1k=config.completion_price_per_1k,
         price=table_price(config, client),
+        processes=config.processes,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pickle
 import random
 import time
 from collections import defaultdict
@@ -37,6 +38,7 @@ from rag_judge.llm.base import (
 from rag_judge.llm.batch import BATCH_DISCOUNT, run_batch
 from rag_judge.llm.cache import SqliteCache
 from rag_judge.llm.http import counted_requests
+from rag_judge.llm.pool import COUNTERS, ProcessPool
 from rag_judge.llm.prices import Price, cost
 from rag_judge.llm.ratelimit import (
     Clock,
@@ -107,8 +109,12 @@ class JudgeEngine:
         clock: Clock = time.monotonic,
         sleep: Sleeper = asyncio.sleep,
         rng: random.Random | None = None,
+        processes: int = 1,
     ) -> None:
         _check(concurrency >= 1, "concurrency", concurrency, "an integer >= 1")
+        legal = f"an integer from 1 (calls made in this process) to concurrency={concurrency}"
+        _check(type(processes) is int and 1 <= processes <= concurrency, "processes", processes,
+               legal)  # fmt: skip
         _check(max_attempts >= 1, "max_attempts", max_attempts, "an integer >= 1")
         for name, value in (("rpm", rpm), ("tpm", tpm), ("timeout", timeout)):
             _check(value is None or value > 0, name, value, "a number > 0, or None for no limit")
@@ -145,6 +151,19 @@ class JudgeEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._limiter: RateLimiter | None = None
+        # Worker processes (rag_judge.llm.pool), started on the first run; a batch client sends
+        # its requests in one upload, so it has none.
+        self.processes = processes
+        self._pool: ProcessPool | None = None
+        if processes > 1 and not self.batch:
+            limits = {"concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+                      "max_attempts": max_attempts, "timeout": timeout}  # fmt: skip
+            self._pool = ProcessPool(_picklable(client, processes), processes, limits)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The process ids of the pool's live workers ([] without a pool, or before a run)."""
+        return self._pool.pids if self._pool is not None else []
 
     def key(self, request: CompletionRequest) -> str:
         """The cache key of ``request`` on this engine's client."""
@@ -182,7 +201,10 @@ class JudgeEngine:
             bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
 
         async def settle(i: int, key: str) -> None:
-            result = await self._call(key, requests[i], bar)
+            if pool is None:
+                result = await self._call(key, requests[i], bar)
+            else:
+                result = await self._pooled(pool, key, requests[i], bar)
             results[i] = settled[key] = result
             bar.update(done=1, failed=isinstance(result, LLMError))
             for j in followers.pop(key, ()):
@@ -196,7 +218,10 @@ class JudgeEngine:
                 for j in followers.pop(key, ()):
                     follow(j, found[key])
 
+        pool = self._pool
         try:
+            if pool is not None:
+                pool.attach()
             for start in range(0, len(requests), _CHUNK):
                 chunk = range(start, min(start + _CHUNK, len(requests)))
                 keys = [self.key(requests[i]) for i in chunk]
@@ -223,6 +248,8 @@ class JudgeEngine:
         finally:
             for task in tasks:
                 task.cancel()  # a no-op for finished ones; stops the rest if the run is cancelled
+            if pool is not None:
+                pool.detach()
             bar.close()
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:  # cannot happen unless the scheduling above is broken
@@ -280,6 +307,7 @@ class JudgeEngine:
         try:
             await self._close_client()
         finally:
+            self._close_pool()
             self._close_cache()
 
     def close(self) -> None:
@@ -291,7 +319,12 @@ class JudgeEngine:
             if getattr(self.client, "aclose", None) is not None:
                 run_sync(self._close_client())
         finally:
+            self._close_pool()
             self._close_cache()
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
 
     async def _close_client(self) -> None:
         close = getattr(self.client, "aclose", None)
@@ -355,10 +388,40 @@ class JudgeEngine:
         except Exception as exc:  # a bug in a client: report it, do not retry it
             return LLMError(f"{type(exc).__name__}: {exc}", retryable=False)
 
-    async def _call(self, key: str, request: CompletionRequest, bar: progress.Task) -> Result:
+    async def call(self, request: CompletionRequest, bar: progress.Task, usage: Usage) -> Result:
+        """One call with this engine's limits, retries and timeout, counted in ``usage`` and
+        never cached: what a worker process of the pool runs for each request it is sent."""
+        return await self._call("", request, bar, usage)
+
+    async def _pooled(
+        self, pool: ProcessPool, key: str, request: CompletionRequest, bar: progress.Task
+    ) -> Result:
+        """One call made by a worker process: its usage added here, its completion cached."""
+        result, counted = await pool.call(request)
+        for name in COUNTERS:
+            setattr(self.usage, name, getattr(self.usage, name) + counted.get(name, 0))
+        if self.price is not None:
+            self.usage.cost = cost(self.usage, self.price, batch=self.batch_priced)
+        if counted.get("retries"):
+            bar.update(retried=counted["retries"])
+        if isinstance(result, Completion) and self.cache is not None:
+            await self._store(key, result)
+        return result
+
+    async def _store(self, key: str, result: Completion) -> None:
+        assert self.cache is not None
+        try:
+            await self.cache.store(key, result)
+        except Exception as exc:  # a full disk costs a rerun, not this run
+            log.warning("could not cache a completion: %s", exc)
+
+    async def _call(
+        self, key: str, request: CompletionRequest, bar: progress.Task, usage: Usage | None = None
+    ) -> Result:
         semaphore, limiter = self._loop_state()
         estimate = request_tokens(request)
-        self.usage.requests += 1
+        usage = self.usage if usage is None else usage
+        usage.requests += 1
         attempt = 0
         while True:
             attempt += 1
@@ -367,25 +430,22 @@ class JudgeEngine:
                 with counted_requests() as sent:
                     result = await self._attempt(request)
             if sent[0] > 1:  # a client's resend in another form: one more request, as a retry
-                self._resent(sent[0] - 1, limiter, bar)
+                self._resent(sent[0] - 1, limiter, bar, usage)
             if isinstance(result, Completion):
                 result.attempts = attempt
                 result.cached = False
                 limiter.settle(estimate, result.prompt_tokens + result.completion_tokens)
-                self._account(result)
+                self._account(result, usage)
                 if self.cache is not None:
-                    try:
-                        await self.cache.store(key, result)
-                    except Exception as exc:  # a full disk costs a rerun, not this run
-                        log.warning("could not cache a completion: %s", exc)
+                    await self._store(key, result)
                 return result
             if not result.connected:  # no server saw it: not a request it received
-                self.usage.connect_errors += 1
+                usage.connect_errors += 1
             delay = self._retry_delay(attempt, result)
             if delay is None:
-                self.usage.failures += 1
+                usage.failures += 1
                 return _final(result, attempt, capped=attempt >= self.max_attempts)
-            self.usage.retries += 1
+            usage.retries += 1
             bar.update(retried=1)
             await self._sleep(delay)
 
@@ -398,17 +458,18 @@ class JudgeEngine:
         base = min(INITIAL_RETRY_DELAY * 2.0 ** (attempt - 1), MAX_RETRY_DELAY)
         return base * (1.0 - 0.25 * self._rng.random())
 
-    def _resent(self, extra: int, limiter: RateLimiter, bar: progress.Task) -> None:
-        self.usage.retries += extra
+    def _resent(self, extra: int, limiter: RateLimiter, bar: progress.Task, usage: Usage) -> None:
+        usage.retries += extra
         bar.update(retried=extra)
         if limiter.requests is not None:  # the server saw them: the next calls wait for them
             limiter.requests.adjust(extra)
 
-    def _account(self, completion: Completion) -> None:
-        self.usage.prompt_tokens += completion.prompt_tokens
-        self.usage.completion_tokens += completion.completion_tokens
-        self.usage.cached_prompt_tokens += completion.cached_prompt_tokens
-        if self.price is not None:
+    def _account(self, completion: Completion, usage: Usage | None = None) -> None:
+        usage = self.usage if usage is None else usage
+        usage.prompt_tokens += completion.prompt_tokens
+        usage.completion_tokens += completion.completion_tokens
+        usage.cached_prompt_tokens += completion.cached_prompt_tokens
+        if self.price is not None and usage is self.usage:
             self.usage.cost = cost(self.usage, self.price, batch=self.batch_priced)
 
 
@@ -433,6 +494,19 @@ def _final(error: LLMError, attempts: int, *, capped: bool) -> LLMError:
         attempts=attempts,
         connected=error.connected,
     )
+
+
+def _picklable(client: LLMClient, processes: int) -> LLMClient:
+    """``client``, if a copy of it can be sent to a worker process (pickled); else a ConfigError."""
+    try:
+        pickle.dumps(client)
+    except Exception as exc:
+        raise ConfigError(
+            f"JudgeEngine processes={processes!r} is not valid for {type(client).__name__}: its "
+            f"client cannot be sent to a worker process ({type(exc).__name__}: {exc}); "
+            "expected processes=1 for this client"
+        ) from None
+    return client
 
 
 def _check(ok: bool, name: str, value: object, legal: str) -> None:

@@ -47,7 +47,9 @@ class ClientConfig(BaseModel):
     without them a price table prices the model (``price_table``, see docs/prices.md).
     ``stub``/``stub_score`` pick the stub's responder; ``cache_dir`` is where the local client
     keeps converted models. ``batch`` (openai only) sends uncached requests through the OpenAI
-    Batch API at its batch price (docs/batch.md).
+    Batch API at its batch price (docs/batch.md). ``processes`` (openai only; default 1, off)
+    spreads the calls over that many worker processes, limits divided among them
+    (docs/judge-engine.md); it changes no verdict, so no signature names it.
     """
 
     # Inputs stay out of error text: a key pasted into the wrong field must not be echoed.
@@ -71,6 +73,8 @@ class ClientConfig(BaseModel):
     stub_score: int = Field(default=3, ge=1, le=5)
     cache_dir: str | None = None
     batch: bool = Field(default=False, exclude_if=lambda v: not v)  # left out when off
+    # worker processes for the calls (llm/pool.py); left out when 1, so reports read as before
+    processes: int = Field(default=1, exclude_if=lambda v: v == 1)
 
     @field_validator("provider")
     @classmethod
@@ -103,6 +107,20 @@ class ClientConfig(BaseModel):
     def _batch_openai(cls, value: bool, info: ValidationInfo) -> bool:
         if value and info.data.get("provider") != "openai":
             raise ValueError("batch: true needs provider 'openai' (the OpenAI Batch API)")
+        return value
+
+    @field_validator("processes", mode="before")
+    @classmethod
+    def _processes(cls, value: object, info: ValidationInfo) -> object:
+        # The value is named here: hide_input_in_errors would leave it out of pydantic's own.
+        concurrency = info.data.get("concurrency", 8)
+        legal = f"an integer from 1 (calls made in this process) to concurrency={concurrency}"
+        if type(value) is not int or not 1 <= value <= concurrency:
+            raise ValueError(f"processes={value!r} is not valid: expected {legal}")
+        if value > 1 and info.data.get("provider") != "openai":
+            raise ValueError(f"processes={value} needs provider 'openai' (it spreads HTTP calls)")
+        if value > 1 and info.data.get("batch"):
+            raise ValueError(f"processes={value} cannot go with batch: true (one upload)")
         return value
 
 

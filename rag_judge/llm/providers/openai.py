@@ -176,6 +176,13 @@ class OpenAIClient:
     def __repr__(self) -> str:
         return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy for a worker process (rag_judge.llm.pool): the settings, not the open SDK
+        # clients, their loop or the TLS context, which the copy builds anew on its first call.
+        state = dict(self.__dict__)
+        state.update(_tls=None, _sdks=[], _sdk_loop=None, _closer=None, _turn=0)
+        return state
+
     @property
     def _official(self) -> bool:
         return self.base_url is None or "api.openai.com" in self.base_url
