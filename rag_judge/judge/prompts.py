@@ -21,6 +21,8 @@ from typing import Any
 
 import jinja2
 from jinja2 import meta
+from jinja2.environment import TemplateModule
+from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rag_judge.data.sample import Sample
@@ -135,17 +137,40 @@ def rubric_variables(rubric: Rubric) -> dict[str, Any]:
 
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+# What a template reads of a loop; plain values, none of them a way out of the sandbox.
+_LOOP_ATTRIBUTES = frozenset(
+    ("index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0")
+)
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
-    """The sandbox, with a short way to a plain dict's key (``c.text``, ``rubric.title``)."""
+    """The sandbox, with short ways to what the shipped templates read on every sample: a
+    plain dict's key (``c.text``, ``rubric.title``), a loop's counters, an imported macro; and
+    a call of a macro or of the section helpers. Each gives what the sandbox's own checks
+    would allow, and anything else goes through them."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        kind = type(obj)
         # The sandbox tries the attribute first: a dict has none by a name that is not one of
         # dict's own, so it would end at the item, as this does without raising on the way.
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+        if kind is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
             return obj[attribute]
+        if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:
+            return getattr(obj, attribute)
+        if kind is TemplateModule and not attribute.startswith("_"):
+            value = getattr(obj, attribute, None)
+            if type(value) is Macro:  # an {% import %}ed template's macro
+                return value
         return super().getattr(obj, attribute)
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if __obj is section or __obj is conversation:  # plain functions: no context passed
+            kwargs.pop("_block_vars", None)
+            kwargs.pop("_loop_vars", None)
+            return __obj(*args, **kwargs)
+        if type(__obj) is Macro:
+            return __context.call(__obj, *args, **kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
 
 
 class PromptRenderer:

@@ -1,0 +1,93 @@
+"""The judge sandbox's short ways (a dict's key, a loop's counters, an imported macro, a call of
+a macro or of section()) render exactly what Jinja's own sandbox renders, and let nothing
+through that it blocks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from rag_judge.data.jsonl import read_jsonl
+from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
+from rag_judge.judge.rubrics import (
+    BUILTIN_RUBRICS,
+    CONVERSATION_RUBRICS,
+    Rubric,
+    rubric_from_template,
+)
+from rag_judge.resources import resource_dir
+
+DEMO = resource_dir("configs") / "data" / "demo.jsonl"
+CONVERSATIONS = resource_dir("configs") / "data" / "conversations.jsonl"
+
+
+def plain_renderer() -> PromptRenderer:
+    """A renderer over Jinja's own immutable sandbox, without the short ways."""
+    renderer = PromptRenderer()
+    env = ImmutableSandboxedEnvironment(
+        loader=renderer.env.loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.globals.update(renderer.env.globals)
+    renderer.env = env
+    return renderer
+
+
+def outcome(renderer: PromptRenderer, rubric: Rubric, variables: dict[str, Any]) -> object:
+    """The messages, or the error's text."""
+    try:
+        return renderer.render(rubric, variables)
+    except PromptError as exc:
+        return str(exc)
+
+
+def test_every_shipped_rubric_renders_as_the_plain_sandbox_does() -> None:
+    fast, plain = PromptRenderer(), plain_renderer()
+    samples = list(read_jsonl(DEMO))
+    rendered = 0
+    for rubric in BUILTIN_RUBRICS.values():
+        for sample in samples:
+            if any(getattr(sample, f, None) in (None, (), "") for f in rubric.inputs):
+                continue
+            for ctx in range(len(sample.contexts)) if rubric.per_context else [None]:
+                variables = sample_variables(rubric, sample, ctx)
+                assert fast.render(rubric, variables) == plain.render(rubric, variables)
+                rendered += 1
+    assert rendered > 300
+    if CONVERSATIONS.exists():
+        for rubric in CONVERSATION_RUBRICS.values():
+            for sample in read_jsonl(CONVERSATIONS):
+                variables = sample_variables(rubric, sample)
+                assert outcome(fast, rubric, variables) == outcome(plain, rubric, variables)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for c in contexts %}{{ loop.__class__.__mro__ }}{% endfor %}",
+        '{% import "_sections.j2" as s %}{{ s.answer_section.__globals__ }}',
+        '{% import "_sections.j2" as s %}{{ s._TemplateModule__body_stream }}',
+        "{{ section.__globals__ }}",
+        "{{ contexts[0].text.__class__.__mro__[1].__subclasses__() }}",
+    ],
+)
+def test_the_short_ways_let_nothing_through_that_the_sandbox_blocks(
+    tmp_path: Path, source: str
+) -> None:
+    path = tmp_path / "evil.j2"
+    path.write_text("{{ answer }}{{ question }}" + source, encoding="utf-8")
+    rubric = rubric_from_template(path)
+    sample = next(iter(read_jsonl(DEMO)))
+    variables = sample_variables(rubric, sample)
+    blocked = outcome(PromptRenderer(), rubric, variables)
+    assert isinstance(blocked, str) and re.search(r"SecurityError|unsafe|no attribute", blocked)
+    assert blocked == outcome(plain_renderer(), rubric, variables)
