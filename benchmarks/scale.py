@@ -51,6 +51,7 @@ from _scale_reference import REFERENCE, print_comparison, reference_times
 RETRIEVAL_METRICS = ["precision@5", "recall@10", "mrr", "map", "ndcg@10"]
 RUBRICS = ["faithfulness", "correctness"]
 POLL_S = 0.2
+BURST_S = 0.5  # step lines closer than this came from one shared pass
 # A finished step on stderr: "evaluators[1] (rouge): done in 8.9 s", "...: 20000/20000 calls
 # in 13.7 s"; a step under 0.05 s has no " in ..." part.
 STEP_LINE = re.compile(r"^(target|evaluators\[\d+\] \([^)]*\)): (.*?)(?: in ([\d.]+) s)?$")
@@ -205,22 +206,43 @@ def phases(
 ) -> None:
     """Split the run at its step lines: ``load`` before the first step began, each step from
     its start (line time - its seconds) to its line, then ``finish`` (or ``unfinished`` for a
-    run that was stopped); each phase's seconds and highest sampled RSS."""
-    spans: list[tuple[str, float, float | None]] = []  # (phase, end time, its own seconds)
+    run that was stopped); each phase's seconds and highest sampled RSS.
+
+    Evaluators that share one pass over the samples print their lines together when the pass
+    ends, each with its own seconds (the reading counted in the step that drives the pass):
+    lines less than BURST_S apart are one pass, which began at the first line's time minus
+    the sum of their seconds; each of its steps gets its own seconds and the pass's RSS."""
+    bursts: list[list[tuple[float, str, float]]] = []  # per pass: (line time, step, seconds)
     for at, text in lines:
         if m := STEP_LINE.match(text):
-            took = float(m.group(3) or 0.0)
-            if not spans:
-                spans.append(("load", at - took, None))
-            spans.append((m.group(1), at, took))
-    spans.append(("finish" if run.status == "ok" else "unfinished", end, None))
+            step = (at, m.group(1), float(m.group(3) or 0.0))
+            if bursts and at - bursts[-1][-1][0] < BURST_S:
+                bursts[-1].append(step)
+            else:
+                bursts.append([step])
     begin = start
-    for name, until, seconds in spans:
-        run.seconds[name] = until - begin if seconds is None else seconds
-        inside = [kib for t, kib in samples if begin <= t <= until]
-        if inside:
-            run.rss_mb[name] = max(inside) / 1024
+    for i, burst in enumerate(bursts):
+        began = burst[0][0] - sum(took for _, _, took in burst)
+        if i == 0:
+            run.seconds["load"] = began - begin
+            _peak(run, "load", samples, begin, began)
+            begin = began
+        until = burst[-1][0]
+        for _, name, took in burst:
+            run.seconds[name] = took
+            _peak(run, name, samples, begin, until)
         begin = until
+    last = "finish" if run.status == "ok" else "unfinished"
+    run.seconds[last] = end - begin
+    _peak(run, last, samples, begin, end)
+
+
+def _peak(
+    run: Run, name: str, samples: list[tuple[float, int]], begin: float, until: float
+) -> None:
+    inside = [kib for t, kib in samples if begin <= t <= until]
+    if inside:
+        run.rss_mb[name] = max(inside) / 1024
 
 
 def output_sizes(out: Path) -> dict[str, int]:

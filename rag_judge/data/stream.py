@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from rag_judge.data.jsonl import _to_sample, json_lines, read_lines
@@ -24,7 +26,7 @@ from rag_judge.data.rows import RowFile
 from rag_judge.data.sample import Sample
 from rag_judge.errors import DataError
 
-__all__ = ["InMemory", "JsonlSource", "SampleRows", "SampleSource", "open_source"]
+__all__ = ["InMemory", "JsonlSource", "SampleRows", "SampleSource", "SeenIds", "open_source"]
 
 
 class SampleSource(abc.ABC):
@@ -57,33 +59,78 @@ class JsonlSource(SampleSource):
         self._checked = False
 
     def chunks(self, size: int) -> Iterator[list[Sample]]:
-        seen: set[str] | None = None if self._checked else set()
+        seen = None if self._checked else SeenIds()
         chunk: list[Sample] = []
+        lines: list[int] = []
         for lineno, obj in json_lines(read_lines(self.path)):
             try:
                 sample = _to_sample(obj)
             except DataError as exc:
                 raise DataError(f"{self.path}:{lineno}: {exc}") from None
-            if seen is not None:
-                if sample.id in seen:
-                    raise DataError(f"{self.path}:{lineno}: {self._repeated(sample.id, lineno)}")
-                seen.add(sample.id)
             chunk.append(sample)
+            lines.append(lineno)
             if len(chunk) == size:
+                self._check(seen, chunk, lines)
                 yield chunk
-                chunk = []
+                chunk, lines = [], []
         if chunk:
+            self._check(seen, chunk, lines)
             yield chunk
         elif seen is not None and not seen:
             raise DataError(f"{self.path}: contains no samples")
         self._checked = True
 
-    def _repeated(self, sid: str, lineno: int) -> str:
-        # Only ids are kept while checking; the first line of a repeated id is found again.
+    def _check(self, seen: SeenIds | None, chunk: list[Sample], lines: list[int]) -> None:
+        """A DataError at the first sample of ``chunk`` whose id an earlier line used."""
+        if seen is None:
+            return
+        for at in seen.add([s.id for s in chunk]):
+            first = self._first_line(chunk[at].id, lines[at])
+            if first is not None:  # else two ids that share a hash
+                message = f"field 'id': sample id {chunk[at].id!r} already used on line {first}"
+                raise DataError(f"{self.path}:{lines[at]}: {message}")
+
+    def _first_line(self, sid: str, lineno: int) -> int | None:
+        # Only hashes of ids are kept while checking; the first line of a repeated id is
+        # found again.
         for first, obj in json_lines(read_lines(self.path)):
-            if isinstance(obj, dict) and str(obj.get("id")) == sid and first != lineno:
-                return f"field 'id': sample id {sid!r} already used on line {first}"
-        return f"field 'id': sample id {sid!r} already used"  # pragma: no cover
+            if first >= lineno:
+                return None
+            if isinstance(obj, dict) and str(obj.get("id")) == sid:
+                return first
+        return None  # pragma: no cover - the line itself is there
+
+
+class SeenIds:
+    """The ids of a pass so far, kept as 64-bit hashes in sorted runs (8 bytes an id, not a set
+    of strings: a million ids in 8 MB). A hash seen before marks a candidate repeat, which the
+    caller confirms, since two ids can share a hash."""
+
+    def __init__(self) -> None:
+        self._runs: list[NDArray[np.int64]] = []
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, ids: Sequence[str]) -> list[int]:
+        """Add ``ids``; the positions among them whose hash an earlier id had, in order."""
+        hashes = np.fromiter((hash(i) for i in ids), dtype=np.int64, count=len(ids))
+        order = np.argsort(hashes, kind="stable")
+        ranked = hashes[order]
+        again = np.zeros(len(ids), dtype=np.bool_)
+        again[order[1:][ranked[1:] == ranked[:-1]]] = True  # a repeat within ``ids``
+        for run in self._runs:
+            at = np.minimum(np.searchsorted(run, hashes), len(run) - 1)
+            again |= run[at] == hashes
+        if len(ids):
+            self._runs.append(ranked)
+        self._n += len(ids)
+        # Runs merged while the newer is as long as the older: log2(n) runs at most.
+        while len(self._runs) > 1 and len(self._runs[-2]) <= len(self._runs[-1]):
+            newer = self._runs.pop()
+            self._runs[-1] = np.sort(np.concatenate([self._runs[-1], newer]), kind="stable")
+        return [int(i) for i in np.flatnonzero(again)]
 
 
 class SampleRows(SampleSource):
