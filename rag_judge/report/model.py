@@ -219,7 +219,7 @@ class Report(BaseModel):
         return self._index[2]
 
     def ids(self) -> list[str]:
-        return self.index().ids
+        return list(self.index().ids)
 
     def column(self, metric: str) -> dict[str, float | None]:
         """Sample id -> value of ``metric`` (None where it failed or is absent). A metric
