@@ -150,6 +150,11 @@ class Display:
         """The display's clock (a test's may stand still)."""
         return self._clock()
 
+    def note(self, line: str, seconds: float = 0.0) -> None:
+        """``line`` shown for good, with `` in N s`` when ``seconds``, as a step's line is."""
+        with self._lock:
+            self._print(line + (f" in {seconds:.1f} s" if seconds else ""))
+
     def end(self, s: Step, seconds: float | None = None) -> None:
         """``s`` done, shown with ``seconds`` (default: since it began)."""
         with self._lock:

@@ -54,6 +54,7 @@ def test_lines_mode_prints_one_line_per_step_with_its_counts() -> None:
         "evaluators[0] (retrieval): done",
         "evaluators[1] (bleu): done",
         "evaluators[2] (judge): 8/8 calls",
+        "evaluators 0, 1, 2 shared one pass over the samples",
     ]
 
 
@@ -160,9 +161,10 @@ def test_the_cli_prints_a_line_per_step_unless_quiet(
     )
     assert main(["run", str(config), "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert [line.split(":")[0] for line in err] == [
+    assert [line.split(":")[0].split(" in ")[0] for line in err] == [
         "evaluators[0] (retrieval)",
         "evaluators[1] (judge)",
+        "evaluators 0, 1 shared one pass over the samples",
     ]
     assert err[1].startswith("evaluators[1] (judge): 34/34 calls in ")
     assert main(["run", str(config), "--out", str(tmp_path / "b"), "--quiet"]) == 0

@@ -5,6 +5,7 @@ read and parsed once for all of them, with the same report as runs apart."""
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag_judge import Pipeline, Sample, load_config
+from rag_judge import JudgeEvaluator, Pipeline, Sample, load_config
 from rag_judge import _progress as progress
 from rag_judge.data.stream import JsonlSource
 from rag_judge.evaluators import EVALUATORS
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
 from rag_judge.evaluators.result import EvaluatorResult, Final
-from rag_judge.pipeline import running
+from rag_judge.llm import ClientConfig
+from rag_judge.pipeline import together
 from rag_judge.resources import resource_dir
 
 DEMO = resource_dir("configs") / "demo.yaml"
@@ -70,6 +72,7 @@ def test_the_dataset_is_read_once_for_every_evaluator_and_the_report_is_unchange
         "evaluators[1] (rouge): done",
         "evaluators[3] (bleu): done",
         "evaluators[2] (judge): 68/68 calls",
+        "evaluators 0, 1, 3, 2 shared one pass over the samples",
     ]
     # each evaluator alone, over samples in memory: the same numbers
     samples = list(Pipeline(config).load_dataset())
@@ -131,14 +134,14 @@ def test_a_crash_of_the_driver_or_a_rider_fails_only_its_own_metrics(
     samples = list(Pipeline(load_config(DEMO)).load_dataset())
     monkeypatch.setitem(EVALUATORS, "driver", Driver)
     monkeypatch.setitem(EVALUATORS, "rider", Rider)
-    together: list[int] = []
-    shared = running.stream_together
+    passes: list[int] = []
+    shared = together.stream_together
 
-    def spy(riders: Any, driver: Any, chunks: Any) -> None:
-        together.append(len(riders) + (driver is not None))
-        shared(riders, driver, chunks)
+    def spy(riders: Any, driver: Any, chunks: Any, side: Any) -> None:
+        passes.append(len(riders) + (driver is not None))
+        shared(riders, driver, chunks, side)
 
-    monkeypatch.setattr("rag_judge.pipeline.stream_together", spy)
+    monkeypatch.setattr(together, "stream_together", spy)
     evaluators = [
         Rider(crash_on=samples[13].id),
         Driver(crash_on=samples[22].id),
@@ -146,7 +149,7 @@ def test_a_crash_of_the_driver_or_a_rider_fails_only_its_own_metrics(
     ]
     config = load_config(DEMO).model_copy(update={"evaluators": evaluators, "chunk_size": 4})
     report = Pipeline(config).run(samples).report
-    assert together == [3]
+    assert passes == [3]
     ridden = [r.scores["ridden"] for r in report.samples]
     assert ridden == [1.0] * 12 + [None] * 22  # chunks 1-3; the 4th crashed, the rest not run
     driven = [r.scores["driven"] for r in report.samples]
@@ -166,3 +169,86 @@ def test_one_evaluator_alone_keeps_its_own_pass(monkeypatch: pytest.MonkeyPatch)
     only = [e for e in config.evaluators if e.type == "rouge"]
     Pipeline(config.model_copy(update={"evaluators": only})).run()
     assert len(passes) == 2  # its pass and the join: sharing would save nothing
+
+
+class DiesOn(Evaluator):
+    """Scores 1.0 per sample; the process scoring the sample ``die_on`` exits at once."""
+
+    type: str = "dies_on"
+    die_on: str = ""
+
+    def metric_names(self) -> list[str]:
+        return ["alive"]
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, Any]:
+        if any(s.id == self.die_on for s in samples):
+            os._exit(9)
+        return {"alive": np.ones(len(samples))}
+
+
+def stub_judge() -> Evaluator:
+    stub = ClientConfig(provider="stub")
+    return JudgeEvaluator(rubrics=["faithfulness"], client=stub, cache=None)
+
+
+def two_processes(tmp_path: Path, evaluators: list[Evaluator]) -> Pipeline:
+    path = tmp_path / "shared.yaml"
+    path.write_text(CONFIG.format(data=DEMO_DATA), encoding="utf-8")
+    config = load_config(path)
+    return Pipeline(config.model_copy(update={"evaluators": evaluators, "processes": 2}))
+
+
+def test_two_processes_give_the_same_report_and_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "shared.yaml"
+    path.write_text(CONFIG.format(data=DEMO_DATA), encoding="utf-8")
+    one = load_config(path)
+    two = load_config(path).model_copy(update={"processes": 2})
+    shown = io.StringIO()
+    with progress.showing(progress.Display(progress.Mode.LINES, shown, clock=lambda: 0.0)):
+        side = Pipeline(two).run().report
+    assert shown.getvalue().splitlines()[-1] == (
+        "evaluators 0, 1, 3, 2 shared one pass over the samples (0, 1, 3 in a second process)"
+    )
+    alone = Pipeline(one).run().report
+    assert side.summary == alone.summary and side.signatures.keys() == alone.signatures.keys()
+    for metric in alone.summary:
+        assert side.column(metric) == alone.column(metric)
+    assert [r.errors for r in side.samples] == [r.errors for r in alone.samples]
+    assert "processes" not in alone.config and side.config["processes"] == 2
+
+
+def test_a_crash_in_the_second_process_fails_only_that_evaluator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    samples = list(Pipeline(load_config(DEMO)).load_dataset())
+    judge = stub_judge()
+    pipe = two_processes(tmp_path, [Rider(crash_on=samples[13].id), judge, EVALUATORS["bleu"]()])
+    report = pipe.run().report
+    ridden = [r.scores["ridden"] for r in report.samples]
+    assert ridden == [1.0] * 10 + [None] * 24  # chunks of 5: the 3rd crashed, the rest not run
+    assert report.samples[12].errors["ridden"].message == (
+        "rider evaluator failed: RuntimeError: rider down"
+    )
+    assert report.summary["bleu"].n == 34 and report.summary[judge.metric_names()[0]].n > 0
+
+
+def test_a_second_process_that_dies_fails_its_evaluators_from_there_on(tmp_path: Path) -> None:
+    samples = list(Pipeline(load_config(DEMO)).load_dataset())
+    judge = stub_judge()
+    report = two_processes(tmp_path, [DiesOn(die_on=samples[17].id), judge]).run().report
+    alive = [r.scores["alive"] for r in report.samples]
+    assert alive == [1.0] * 15 + [None] * 19
+    assert report.samples[30].errors["alive"].message == (
+        "dies_on evaluator failed: RuntimeError: the side process stopped (exit code 9)"
+    )
+    assert report.summary[judge.metric_names()[0]].n > 0  # the judge ran on
+
+
+def test_an_evaluator_that_cannot_be_sent_runs_here(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    local = type("Local", (Rider,), {"__module__": "__main__"})
+    judge = stub_judge()
+    report = two_processes(tmp_path, [local(), judge]).run().report
+    assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
+    assert "cannot be sent to a second process" in caplog.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, overload
@@ -40,8 +40,9 @@ from rag_judge.pipeline.per_unit import (
     unit_infos,
     with_units,
 )
-from rag_judge.pipeline.running import Rider, rides, stream, stream_together
+from rag_judge.pipeline.running import stream
 from rag_judge.pipeline.summary import shared_intervals, summarize
+from rag_judge.pipeline.together import share_pass
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
@@ -206,7 +207,7 @@ class Pipeline:
                 made.append(collected.step(info, label) if per_sample else None)
                 steps[label] = list(info if per_sample else unit_infos(run.evaluator, info))
             order = sorted(range(len(evaluators)), key=lambda i: bool(evaluators[i].reads()))
-            done = self._together(runs, made, pending, order, source)
+            done = share_pass(cfg.processes, cfg.chunk_size, runs, made, pending, order, source)
             for i in (i for i in order if i not in done):
                 run, step = runs[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
@@ -232,37 +233,6 @@ class Pipeline:
                 s.spool.path.unlink(missing_ok=True)
             _remove_if_empty(folder)
         return RunResult(report, _evaluated(report.samples), steps)
-
-    def _together(
-        self,
-        runs: list[EvaluatorRun],
-        made: list[Step | None],
-        pending: Mapping[int, object],
-        order: list[int],
-        source: SampleSource,
-    ) -> set[int]:
-        """Run in one pass over the samples the evaluators that can share it: those that
-        score a chunk at a time (``rides``), driven by the first that runs its own chunks (a
-        judge); returns their indices (none when sharing would not save a pass)."""
-        free = [i for i in order if made[i] is not None and i not in pending]
-        riding = [i for i in free if rides(runs[i])]
-        drivers = [
-            i for i in free
-            if i not in riding and not runs[i].evaluator.reads() and runs[i].evaluator.shardable
-        ]  # fmt: skip
-        driver = drivers[0] if drivers else None
-        if len(riding) + (driver is not None) < 2:
-            return set()
-
-        def label(i: int) -> str:
-            return f"evaluators[{i}] ({runs[i].evaluator.type})"
-
-        riders = [Rider(label(i), runs[i], step) for i in riding if (step := made[i]) is not None]
-        driven = None
-        if driver is not None and (step := made[driver]) is not None:
-            driven = (label(driver), runs[driver], step)
-        stream_together(riders, driven, source.chunks(self.config.chunk_size))
-        return {*riding, *([driver] if driver is not None else [])}
 
     def _source(self, dataset: Dataset | Sequence[Sample] | None) -> SampleSource:
         if dataset is not None:

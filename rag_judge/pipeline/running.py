@@ -4,19 +4,16 @@ shard); either way a crash fails only its own metrics, on the samples it did not
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 
-from rag_judge import _progress as progress_
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
 from rag_judge.evaluators.result import EvaluatorResult
 from rag_judge.pipeline.collect import Step
 from rag_judge.report.model import Failure, Signature
 
-__all__ = ["Rider", "check_aligned", "rides", "run_whole", "stream", "stream_together"]
+__all__ = ["check_aligned", "crashed", "run_whole", "stream"]
 
 log = logging.getLogger("rag_judge")
 
@@ -84,100 +81,6 @@ def stream(run: EvaluatorRun, chunks: Iterable[list[Sample]], step: Step) -> Non
         log.exception("evaluator %s failed", evaluator.type)
         total = feed.taken + feed.rest()
         step.add(crashed(evaluator, total - step.n, exc, names))
-
-
-def rides(run: EvaluatorRun) -> bool:
-    """Whether ``run`` can score each chunk as another evaluator's pass reads it: it scores a
-    chunk at a time through the base class, with no state across chunks it keeps itself."""
-    ev = run.evaluator
-    inherited = type(run).evaluate_chunks is EvaluatorRun.evaluate_chunks
-    return inherited and ev.shardable and ev.per == "conversation" and not ev.reads()
-
-
-@dataclass
-class Rider:
-    """An evaluator scored a chunk at a time in another's pass over the samples; a crash
-    fails its metrics on that chunk and every later one, as :func:`stream` does."""
-
-    label: str
-    run: EvaluatorRun
-    step: Step
-    seconds: float = 0.0  # its own scoring, the reading of the samples not counted
-    crash: Exception | None = None
-    names: list[str] = field(default_factory=list)
-    clock: Callable[[], float] = time.perf_counter
-
-    def __post_init__(self) -> None:
-        self.names = self.run.metric_names()
-
-    def take(self, chunk: list[Sample]) -> None:
-        start = self.clock()
-        result: EvaluatorResult | None = None
-        if self.crash is None:
-            try:
-                result = self.run.evaluate_chunk(chunk)
-                check_aligned(result, len(chunk), self.names)
-            except Exception as exc:  # one broken evaluator must not lose the others' results
-                log.exception("evaluator %s failed", self.run.evaluator.type)
-                self.crash, result = exc, None
-        if result is None:
-            result = crashed(self.run.evaluator, len(chunk), self.crash or Exception(), self.names)
-        self.step.add(result)
-        self.seconds += self.clock() - start
-
-
-class _Shared:
-    """The chunks of one pass, each handed to the riders as it is read, then to the pass's
-    driver (if any)."""
-
-    def __init__(self, chunks: Iterable[list[Sample]], riders: Sequence[Rider]) -> None:
-        self._chunks = iter(chunks)
-        self._riders = riders
-        self.seen = False
-
-    def __iter__(self) -> Iterator[list[Sample]]:
-        return self
-
-    def __next__(self) -> list[Sample]:
-        chunk = next(self._chunks)
-        self.seen = True
-        for rider in self._riders:
-            rider.take(chunk)
-        return chunk
-
-
-def stream_together(
-    riders: Sequence[Rider],
-    driver: tuple[str, EvaluatorRun, Step] | None,
-    chunks: Iterable[list[Sample]],
-) -> None:
-    """One pass over the samples for several evaluators: the ``driver`` (one that runs its
-    own chunks, a judge) takes them through :func:`stream`, and each chunk it takes is
-    scored by every rider first. The samples are read and parsed once instead of once per
-    evaluator. Each step is shown with its own time; the reading counts in the driver's."""
-    display = progress_.current()
-    shown = [(r.label, display.begin(r.label)) for r in riders]
-    for rider in riders:
-        rider.clock = display.now
-    started = display.now()
-    shared = _Shared(chunks, riders)
-    if driver is not None:
-        label, run, step = driver
-        driven = display.begin(label)
-        stream(run, shared, step)
-    else:
-        for _ in shared:  # the riders score each chunk as it is read
-            pass
-    if not shared.seen:  # no samples at all: every evaluator still signs its (empty) columns
-        for rider in riders:
-            rider.take([])
-    for rider in riders:
-        if rider.crash is None:
-            rider.step.finish(rider.run.finish())
-    for rider, (_, s) in zip(riders, shown, strict=True):
-        display.end(s, rider.seconds)
-    if driver is not None:
-        display.end(driven, display.now() - started - sum(r.seconds for r in riders))
 
 
 def run_whole(evaluator: Evaluator, samples: Sequence[Sample]) -> EvaluatorResult:
