@@ -54,6 +54,7 @@ POLL_S = 0.2
 BURST_S = 0.5  # step lines closer than this came from one shared pass
 # A finished step on stderr: "evaluators[1] (rouge): done in 8.9 s", "...: 20000/20000 calls
 # in 13.7 s"; a step under 0.05 s has no " in ..." part.
+PASS_LINE = re.compile(r"^evaluators [\d, ]+ shared one pass over the samples.*? in ([\d.]+) s$")
 STEP_LINE = re.compile(r"^(target|evaluators\[\d+\] \([^)]*\)): (.*?)(?: in ([\d.]+) s)?$")
 
 
@@ -113,11 +114,12 @@ def environment() -> dict[str, str]:
     return env
 
 
-def write_config(folder: Path, dataset: Path) -> Path:
+def write_config(folder: Path, dataset: Path, processes: int = 1) -> Path:
     config = f"""\
 name: scale
 dataset: {json.dumps(str(dataset))}
 seed: 0
+processes: {processes}
 evaluators:
   - type: retrieval
     metrics: [{", ".join(RETRIEVAL_METRICS)}]
@@ -213,8 +215,11 @@ def phases(
     lines less than BURST_S apart are one pass, which began at the first line's time minus
     the sum of their seconds; each of its steps gets its own seconds and the pass's RSS."""
     bursts: list[list[tuple[float, str, float]]] = []  # per pass: (line time, step, seconds)
+    passes: list[tuple[float, float]] = []  # a shared pass's line: (its time, its wall seconds)
     for at, text in lines:
-        if m := STEP_LINE.match(text):
+        if m := PASS_LINE.match(text):
+            passes.append((at, float(m.group(1))))
+        elif m := STEP_LINE.match(text):
             step = (at, m.group(1), float(m.group(3) or 0.0))
             if bursts and at - bursts[-1][-1][0] < BURST_S:
                 bursts[-1].append(step)
@@ -223,6 +228,10 @@ def phases(
     begin = start
     for i, burst in enumerate(bursts):
         began = burst[0][0] - sum(took for _, _, took in burst)
+        # Its pass line gives the pass's wall time (steps in a second process overlap).
+        ended = [(at, wall) for at, wall in passes if 0 <= at - burst[-1][0] < BURST_S]
+        if ended:
+            began = ended[0][0] - ended[0][1]
         if i == 0:
             run.seconds["load"] = began - begin
             _peak(run, "load", samples, begin, began)
@@ -307,6 +316,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated sample counts")
     ap.add_argument("--executor", choices=["local", "ray", "both"], default="local")
+    ap.add_argument("--processes", type=int, choices=[1, 2], default=1,
+                    help="the config's processes: 2 scores retrieval, ROUGE and BLEU in a second "
+                    "process beside the judge (executor local; shown as local/2)")  # fmt: skip
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     ap.add_argument("--max-rss-mb", type=float, default=12000, help="kill a run above this")
     ap.add_argument("--force", action="store_true", help="run sizes predicted to exceed it too")
@@ -343,9 +355,10 @@ def main() -> None:
     try:
         for n in sizes:
             for executor in executors:
-                run = Run(n, executor)
+                two = args.processes == 2 and executor == "local"
+                run = Run(n, executor + ("/2" if two else ""))
                 runs.append(run)
-                guess = extrapolate([r for r in runs if r.executor == executor], n, base_mb)
+                guess = extrapolate([r for r in runs if r.executor == run.executor], n, base_mb)
                 if guess and guess[0] > args.max_rss_mb and not args.force:
                     run.status = f"skipped: ~{guess[0]:,.0f} MB predicted"
                     print(f"n={n:,} {executor}: {run.status} (> --max-rss-mb; --force runs it)")
@@ -362,7 +375,7 @@ def main() -> None:
                         print(f"n={n:,}: reference " + ", ".join(took))
                 work = top / f"run-{n}-{executor}"
                 work.mkdir()
-                cmd = [*cli(), "run", str(write_config(work, dataset))]
+                cmd = [*cli(), "run", str(write_config(work, dataset, args.processes))]
                 cmd += ["--out", str(work / "out"), "--overwrite"]
                 cmd += ["--executor", "ray"] if executor == "ray" else []
                 measure(run, cmd, work, args.timeout, args.max_rss_mb)
