@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rag_judge.llm.base import Completion, CompletionRequest
 from rag_judge.llm.engine import JudgeEngine
@@ -31,12 +33,20 @@ def _cpu_of(pids: list[int]) -> float:
 
 
 def engine_side(
-    url: str, requests: list[CompletionRequest], concurrency: int, processes: int, cache: Path
+    url: str,
+    requests: list[CompletionRequest],
+    concurrency: int,
+    processes: int,
+    cache: Path,
+    post: bool = False,
 ) -> tuple[Side, int]:
     """A fresh engine (``processes`` workers; 1: in-process) over the openai client and an empty
     cache, after one warm-up call (the SDK's lazy imports, the connections, the workers' start).
-    Also the HTTP requests its usage counted (warm-up included)."""
+    Also the HTTP requests its usage counted (warm-up included). ``post``: the client as it was
+    before its per-call trim, every call through ``sdk.post`` (the reference for that trim)."""
     client = OpenAIClient("fake-judge", base_url=url, timeout=30.0)
+    if post:
+        client._open_clients = _without_templates(client)  # type: ignore[method-assign]
 
     async def run() -> tuple[Side, int]:
         engine = JudgeEngine(client, cache=cache, concurrency=concurrency, processes=processes)
@@ -113,6 +123,17 @@ def aiohttp_side(url: str, requests: list[CompletionRequest], concurrency: int) 
             return time.perf_counter() - start, time.process_time() - cpu, list(texts)
 
     return asyncio.run(run())
+
+
+def _without_templates(client: OpenAIClient) -> Callable[[], list[Any]]:
+    opened = client._open_clients
+
+    def open_clients() -> list[Any]:
+        sdks = opened()
+        client._templates.clear()  # no template: each call built by sdk.post
+        return sdks
+
+    return open_clients
 
 
 def _warm_up(request: CompletionRequest) -> CompletionRequest:

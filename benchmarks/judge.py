@@ -6,12 +6,14 @@
 1. ``--n`` judgments against the fake OpenAI-compatible server (tests/fake_openai_server.py, in
    its own process; ``--server-processes K`` copies on one port) with ``--latency`` seconds per
    reply, at ``--concurrency``, per side in interleaved rounds (``--repeat``, medians): the
-   engine in-process over the openai client; the engine with each ``--processes N`` worker
-   processes; the openai SDK alone; a raw aiohttp client. Per side: wall, efficiency against the
-   ideal n / concurrency × latency (goal ≥ 0.9), calls/s, and client CPU per call (this
-   process's plus the workers', via psutil). Every side's answers must equal the in-process
-   engine's. ``server_requests`` (what the server saw from the engines, warm-ups included) must
-   equal ``usage_requests`` (their ``requests + retries - connect_errors``).
+   engine in-process over the openai client (and with ``--post-side``, the same engine with
+   every call built by ``sdk.post``, as before the client's per-call trim); the engine with
+   each ``--processes N`` worker processes; the openai SDK alone; a raw aiohttp client. Per
+   side: wall, efficiency against the ideal n / concurrency × latency (goal ≥ 0.9), calls/s,
+   and client CPU per call (this process's plus the workers', via psutil). Every side's answers
+   must equal the in-process engine's. ``server_requests`` (what the server saw from the
+   engines, warm-ups included) must equal ``usage_requests`` (their ``requests + retries -
+   connect_errors``).
    ``--throughput-only`` stops after this table.
 2. The same requests again from the SQLite cache: zero requests sent (goal: under 2 s).
 3. A requests-per-minute limit (``--rpm``) against a server enforcing the same limit: the rate
@@ -127,19 +129,21 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     Then a rerun of the last cache: zero requests."""
     requests = [judgment(i) for i in range(args.n)]
     ideal = args.n / args.concurrency * args.latency
-    sides = ["engine"] + [f"pool_{n}" for n in args.processes if n > 1] + ["sdk", "aiohttp"]
+    sides = ["engine"] + (["engine_post"] if args.post_side else [])
+    sides += [f"pool_{n}" for n in args.processes if n > 1] + ["sdk", "aiohttp"]
     runs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     counted = 0
     with fake_server(args.latency, processes=args.server_processes) as url:
         for rep in range(args.repeat):
             expected: list[str | None] | None = None
             for side in sides:
-                if side == "engine" or side.startswith("pool_"):
-                    processes = 1 if side == "engine" else int(side[5:])
+                if side.startswith(("engine", "pool_")):
+                    processes = int(side[5:]) if side.startswith("pool_") else 1
                     cache_path = tmp / f"cache-{rep}-{side}.sqlite"
                     (wall, cpu, texts), sent = engine_side(
-                        url, requests, args.concurrency, processes, cache_path
-                    )
+                        url, requests, args.concurrency, processes, cache_path,
+                        post=side == "engine_post",
+                    )  # fmt: skip
                     counted += sent
                 elif side == "sdk":
                     wall, cpu, texts = sdk_side(url, requests, args.concurrency)
@@ -291,6 +295,11 @@ def main() -> None:
         nargs="+",
         default=[2],
         help="worker processes of each pool side (the engine's client: {processes: N})",
+    )
+    parser.add_argument(
+        "--post-side",
+        action="store_true",
+        help="also the engine_post side: the client before its per-call trim (sdk.post per call)",
     )
     parser.add_argument(
         "--server-processes", type=int, default=1, help="fake server processes on one port"

@@ -31,7 +31,7 @@ from typing import Any
 
 from rag_judge.llm.base import Completion, CompletionRequest, LLMClient, LLMError
 
-__all__ = ["ProcessPool", "shares"]
+__all__ = ["ProcessPool", "shares", "worker_limits"]
 
 log = logging.getLogger(__name__)
 Result = Completion | LLMError
@@ -45,6 +45,20 @@ def shares(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` whole numbers that add up to it (8 over 3: 3, 3, 2)."""
     whole, extra = divmod(total, parts)
     return [whole + (k < extra) for k in range(parts)]
+
+
+def worker_limits(limits: dict[str, Any], processes: int) -> list[dict[str, Any]]:
+    """The engine's ``limits`` as each of ``processes`` workers gets them: ``rpm`` and ``tpm``
+    divided evenly (None stays None), ``concurrency`` split into whole ``shares``; the rest as
+    they are. The shares add up to the engine's limits."""
+    out = []
+    for slots in shares(int(limits.get("concurrency", 8)), processes):
+        mine = dict(limits, concurrency=slots)
+        for name in ("rpm", "tpm"):
+            if mine.get(name) is not None:
+                mine[name] = mine[name] / processes
+        out.append(mine)
+    return out
 
 
 class _Worker:
@@ -89,12 +103,7 @@ class ProcessPool:
         # caller's main script (a script without a __main__ guard would start workers itself),
         # and a fork copies a process that has threads (the cache's writer).
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        concurrency = int(self._limits.get("concurrency", 8))
-        for slots in shares(concurrency, self.processes):
-            limits = dict(self._limits, concurrency=slots)
-            for name in ("rpm", "tpm"):
-                if limits.get(name) is not None:
-                    limits[name] = limits[name] / self.processes
+        for limits in worker_limits(self._limits, self.processes):
             ours, theirs = socket.socketpair()
             process = subprocess.Popen(
                 [sys.executable, "-m", "rag_judge.llm.pool_worker", str(theirs.fileno())],
@@ -105,7 +114,7 @@ class ProcessPool:
             theirs.close()  # the child's copy only: its death then reads as end of file here
             conn = Connection(ours.detach())
             conn.send_bytes(pickle.dumps((self._client, limits), pickle.HIGHEST_PROTOCOL))
-            self._workers.append(_Worker(process, conn, slots))
+            self._workers.append(_Worker(process, conn, limits["concurrency"]))
 
     def attach(self) -> None:
         """Listen for results on the running loop (a run may bring a fresh loop)."""
