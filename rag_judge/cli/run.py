@@ -47,6 +47,7 @@ from rag_judge.llm.batch import batch_note
 from rag_judge.llm.providers import no_calls
 from rag_judge.pipeline import Pipeline
 from rag_judge.pipeline.conclusions import check_labels
+from rag_judge.pipeline.together import fixed_mmap_threshold
 from rag_judge.report.format import text_table
 from rag_judge.report.model import MetricKind, Report, WarningKind
 from rag_judge.report.otel import export_run
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     """Run each experiment (one, or one per matrix variant): 3 if an evaluator failed (beyond
     ``max_error_rate``), else 1 if a gate failed, else 0. Every experiment is checked first
     (dataset, evaluators' prepare): a problem is a ConfigError before any work."""
+    fixed_mmap_threshold()  # a long pass's peak memory, not its numbers
     path = resolve_config(args.config)
     overrides: dict[str, object] = {"dataset": str(args.dataset)} if args.dataset else {}
     if getattr(args, "executor", None):

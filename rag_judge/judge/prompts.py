@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import jinja2
@@ -35,6 +36,7 @@ from rag_judge.judge.conversation import (
     conversation_variable,
     turn_records,
 )
+from rag_judge.judge.fast_sections import SECTIONS, FastSections, replaces
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.llm import sections
 from rag_judge.llm.base import ChatMessage
@@ -157,6 +159,8 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             return obj[attribute]
         if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:
             return getattr(obj, attribute)
+        if kind is FastSections and not attribute.startswith("_"):
+            return getattr(obj, attribute)
         if kind is TemplateModule and not attribute.startswith("_"):
             value = getattr(obj, attribute, None)
             if type(value) is Macro:  # an {% import %}ed template's macro
@@ -168,9 +172,24 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             kwargs.pop("_block_vars", None)
             kwargs.pop("_loop_vars", None)
             return __obj(*args, **kwargs)
+        if type(__obj) is MethodType and type(__obj.__self__) is FastSections:
+            kwargs.pop("_block_vars", None)
+            kwargs.pop("_loop_vars", None)
+            return __obj(*args, **kwargs)
         if type(__obj) is Macro:
             return __context.call(__obj, *args, **kwargs)
         return super().call(__context, __obj, *args, **kwargs)
+
+
+class _Template(jinja2.Template):
+    """A template whose import of the shipped ``_sections.j2`` gets its macros as Python
+    (``fast_sections``), the same text for the shipped templates' calls."""
+
+    def _get_default_module(self, ctx: Context | None = None) -> Any:
+        module = super()._get_default_module(ctx)
+        if self.name == SECTIONS and getattr(self, "fast", False):
+            return FastSections(module)
+        return module
 
 
 class PromptRenderer:
@@ -186,8 +205,10 @@ class PromptRenderer:
             lstrip_blocks=True,
             keep_trailing_newline=False,
         )
+        self.env.template_class = _Template
         self.env.globals["section"] = section
         self.env.globals["conversation"] = conversation
+        self._mark_fast()
         self._cache: dict[str, tuple[jinja2.Template, str]] = {}
         # Per rubric object (kept, so its id is not reused): what load() and render() need of
         # it, found once; a frozen rubric cannot change, and the search path is fixed.
@@ -239,6 +260,16 @@ class PromptRenderer:
             digest.update(rubric.model_dump_json().encode("utf-8"))
             self._cache[key] = (template, digest.hexdigest()[:12])
         return self._cache[key]
+
+    def _mark_fast(self) -> None:
+        """Let the shipped ``_sections.j2`` (unchanged, first on the search path) be imported
+        as Python."""
+        try:
+            template = self.env.get_template(SECTIONS)
+        except jinja2.TemplateError:
+            return
+        if template.filename is not None and replaces(Path(template.filename).read_text("utf-8")):
+            template.fast = True  # type: ignore[attr-defined]
 
     def _prepared(self, rubric: Rubric) -> tuple[jinja2.Template, dict[str, Any]]:
         """The rubric's compiled template and its template variables, found once per rubric.

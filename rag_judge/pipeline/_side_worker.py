@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rag_judge.data.stream import JsonlSource
 from rag_judge.evaluators.base import Evaluator
-from rag_judge.pipeline.together import Rider
+from rag_judge.pipeline.together import Rider, fixed_mmap_threshold
 
 __all__: list[str] = []
 
@@ -29,6 +29,7 @@ def _send(conn: Connection, message: object) -> None:
 def _worker_main(fd: int) -> None:
     # Ctrl-C reaches the whole process group: the run handles it and then stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fixed_mmap_threshold()
     logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
     conn = Connection(fd)
     path, size, labels, evaluators = pickle.loads(conn.recv_bytes())

@@ -9,6 +9,7 @@ the dataset itself (:class:`SideProcess`), beside the driver.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import pickle
@@ -31,9 +32,37 @@ from rag_judge.evaluators.result import EvaluatorResult, Final
 from rag_judge.pipeline.collect import Step
 from rag_judge.pipeline.running import check_aligned, crashed, stream
 
-__all__ = ["Rider", "Riders", "SideProcess", "can_send", "rides", "share_pass", "stream_together"]
+__all__ = [
+    "Rider",
+    "Riders",
+    "SideProcess",
+    "can_send",
+    "fixed_mmap_threshold",
+    "rides",
+    "share_pass",
+    "stream_together",
+]
 
 log = logging.getLogger("rag_judge")
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD = 128 * 1024
+
+
+def fixed_mmap_threshold() -> bool:
+    """Keep glibc's malloc from raising its mmap threshold, for a process that runs a long
+    pass (the CLI's run, a side process); whether it took. A large block that numpy frees
+    lifts the threshold, after which such blocks come from the heap between long-lived
+    objects and stay in the process: at 100,000 samples the peak was 40 MB higher. A
+    library caller's process is left as it is."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):  # another C library (musl): nothing to tune
+        return False
 
 
 def rides(run: EvaluatorRun) -> bool:

@@ -10,9 +10,12 @@ from typing import Any
 
 import jinja2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rag_judge.data.jsonl import read_jsonl
+from rag_judge.judge.fast_sections import SECTIONS, FastSections
 from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
 from rag_judge.judge.rubrics import (
     BUILTIN_RUBRICS,
@@ -76,6 +79,9 @@ def test_every_shipped_rubric_renders_as_the_plain_sandbox_does() -> None:
         "{% for c in contexts %}{{ loop.__class__.__mro__ }}{% endfor %}",
         '{% import "_sections.j2" as s %}{{ s.answer_section.__globals__ }}',
         '{% import "_sections.j2" as s %}{{ s._TemplateModule__body_stream }}',
+        '{% import "_sections.j2" as s %}{{ s._module }}',
+        '{% import "_sections.j2" as s %}{{ s.context_sections.__self__ }}',
+        '{% import "_sections.j2" as s %}{{ s.context_sections.__func__.__globals__ }}',
         "{{ section.__globals__ }}",
         "{{ contexts[0].text.__class__.__mro__[1].__subclasses__() }}",
     ],
@@ -88,6 +94,48 @@ def test_the_short_ways_let_nothing_through_that_the_sandbox_blocks(
     rubric = rubric_from_template(path)
     sample = next(iter(read_jsonl(DEMO)))
     variables = sample_variables(rubric, sample)
-    blocked = outcome(PromptRenderer(), rubric, variables)
-    assert isinstance(blocked, str) and re.search(r"SecurityError|unsafe|no attribute", blocked)
-    assert blocked == outcome(plain_renderer(), rubric, variables)
+    for renderer in (PromptRenderer(), plain_renderer()):  # the messages name other types
+        blocked = outcome(renderer, rubric, variables)
+        assert isinstance(blocked, str)
+        assert re.search(r"SecurityError|unsafe|no attribute|undefined", blocked), blocked
+
+
+PIECES = [
+    "a",
+    "b",
+    " ",
+    "\n",
+    "é",
+    "\ud800",
+    "{{ x }}",
+    "<<<BEGIN CONTEXT 1>>>",
+    "<<<END ANSWER>>>",
+]
+SECTION_TEXT = st.lists(st.sampled_from(PIECES), max_size=6).map("".join)
+CONTEXT = st.fixed_dictionaries({"rank": st.integers(0, 20), "text": SECTION_TEXT})
+
+
+@given(SECTION_TEXT, st.lists(CONTEXT, max_size=4), st.lists(SECTION_TEXT, max_size=3))
+def test_the_python_sections_write_what_the_jinja_macros_write(
+    text: str, contexts: list[dict[str, Any]], references: list[str]
+) -> None:
+    assert type(PromptRenderer().env.get_template(SECTIONS).module) is FastSections
+    plain = plain_renderer().env.get_template(SECTIONS).module  # the macros in Jinja
+    sections = FastSections(plain)
+    for name, arg in [
+        ("question_section", text), ("answer_section", text),
+        ("context_sections", contexts), ("reference_sections", references),
+    ]:  # fmt: skip
+        assert getattr(sections, name)(arg) == str(getattr(plain, name)(arg))
+
+
+def test_only_the_shipped_sections_file_is_replaced(tmp_path: Path) -> None:
+    assert PromptRenderer().env.get_template(SECTIONS).fast is True
+    edited = (resource_dir("prompts") / SECTIONS).read_text(encoding="utf-8")
+    (tmp_path / SECTIONS).write_text(edited.replace('"QUESTION"', '"ASKED"'), encoding="utf-8")
+    renderer = PromptRenderer([tmp_path])
+    assert not getattr(renderer.env.get_template(SECTIONS), "fast", False)
+    rubric = BUILTIN_RUBRICS["faithfulness"]
+    sample = next(iter(read_jsonl(DEMO)))
+    _, user = renderer.render(rubric, sample_variables(rubric, sample))
+    assert "<<<BEGIN ASKED>>>" in user.content and "<<<BEGIN QUESTION>>>" not in user.content
