@@ -51,7 +51,6 @@ from _scale_reference import REFERENCE, print_comparison, reference_times
 RETRIEVAL_METRICS = ["precision@5", "recall@10", "mrr", "map", "ndcg@10"]
 RUBRICS = ["faithfulness", "correctness"]
 POLL_S = 0.2
-BURST_S = 0.5  # step lines closer than this came from one shared pass
 # A finished step on stderr: "evaluators[1] (rouge): done in 8.9 s", "...: 20000/20000 calls
 # in 13.7 s"; a step under 0.05 s has no " in ..." part.
 PASS_LINE = re.compile(r"^evaluators [\d, ]+ shared one pass over the samples.*? in ([\d.]+) s$")
@@ -211,36 +210,28 @@ def phases(
     run that was stopped); each phase's seconds and highest sampled RSS.
 
     Evaluators that share one pass over the samples print their lines together when the pass
-    ends, each with its own seconds (the reading counted in the step that drives the pass):
-    lines less than BURST_S apart are one pass, which began at the first line's time minus
-    the sum of their seconds; each of its steps gets its own seconds and the pass's RSS."""
-    bursts: list[list[tuple[float, str, float]]] = []  # per pass: (line time, step, seconds)
-    passes: list[tuple[float, float]] = []  # a shared pass's line: (its time, its wall seconds)
+    ends, each with its own seconds, then a line with the pass's wall time: the step lines
+    since the last phase make that pass, which began at the pass line's time minus its wall
+    time; each of its steps gets its own seconds and the pass's highest RSS."""
+    spans: list[tuple[float, float, list[tuple[str, float]]]] = []  # (began, ended, steps)
+    waiting: list[tuple[float, str, float]] = []  # step lines not yet in a span
     for at, text in lines:
         if m := PASS_LINE.match(text):
-            passes.append((at, float(m.group(1))))
+            spans.append((at - float(m.group(1)), at, [(n, took) for _, n, took in waiting]))
+            waiting = []
         elif m := STEP_LINE.match(text):
-            step = (at, m.group(1), float(m.group(3) or 0.0))
-            if bursts and at - bursts[-1][-1][0] < BURST_S:
-                bursts[-1].append(step)
-            else:
-                bursts.append([step])
+            waiting.append((at, m.group(1), float(m.group(3) or 0.0)))
+    spans += [(at - took, at, [(name, took)]) for at, name, took in waiting]  # passes of their own
     begin = start
-    for i, burst in enumerate(bursts):
-        began = burst[0][0] - sum(took for _, _, took in burst)
-        # Its pass line gives the pass's wall time (steps in a second process overlap).
-        ended = [(at, wall) for at, wall in passes if 0 <= at - burst[-1][0] < BURST_S]
-        if ended:
-            began = ended[0][0] - ended[0][1]
+    for i, (began, ended, steps) in enumerate(spans):
         if i == 0:
             run.seconds["load"] = began - begin
             _peak(run, "load", samples, begin, began)
             begin = began
-        until = burst[-1][0]
-        for _, name, took in burst:
+        for name, took in steps:
             run.seconds[name] = took
-            _peak(run, name, samples, begin, until)
-        begin = until
+            _peak(run, name, samples, begin, ended)
+        begin = ended
     last = "finish" if run.status == "ok" else "unfinished"
     run.seconds[last] = end - begin
     _peak(run, last, samples, begin, end)
@@ -375,7 +366,8 @@ def main() -> None:
                         print(f"n={n:,}: reference " + ", ".join(took))
                 work = top / f"run-{n}-{executor}"
                 work.mkdir()
-                cmd = [*cli(), "run", str(write_config(work, dataset, args.processes))]
+                processes = args.processes if executor == "local" else 1
+                cmd = [*cli(), "run", str(write_config(work, dataset, processes))]
                 cmd += ["--out", str(work / "out"), "--overwrite"]
                 cmd += ["--executor", "ray"] if executor == "ray" else []
                 measure(run, cmd, work, args.timeout, args.max_rss_mb)

@@ -4,8 +4,11 @@ read and parsed once for all of them, with the same report as runs apart."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
+import sys
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from rag_judge.evaluators import EVALUATORS
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
 from rag_judge.evaluators.result import EvaluatorResult, Final
 from rag_judge.llm import ClientConfig
+from rag_judge.pipeline import passes as passes_module
 from rag_judge.pipeline import together
 from rag_judge.resources import resource_dir
 
@@ -141,7 +145,7 @@ def test_a_crash_of_the_driver_or_a_rider_fails_only_its_own_metrics(
         passes.append(len(riders) + (driver is not None))
         shared(riders, driver, chunks, side)
 
-    monkeypatch.setattr(together, "stream_together", spy)
+    monkeypatch.setattr(passes_module, "stream_together", spy)
     evaluators = [
         Rider(crash_on=samples[13].id),
         Driver(crash_on=samples[22].id),
@@ -210,7 +214,7 @@ def test_two_processes_give_the_same_report_and_say_so(tmp_path: Path) -> None:
         "evaluators 0, 1, 3, 2 shared one pass over the samples (0, 1, 3 in a second process)"
     )
     alone = Pipeline(one).run().report
-    assert side.summary == alone.summary and side.signatures.keys() == alone.signatures.keys()
+    assert side.summary == alone.summary and side.signatures == alone.signatures
     for metric in alone.summary:
         assert side.column(metric) == alone.column(metric)
     assert [r.errors for r in side.samples] == [r.errors for r in alone.samples]
@@ -252,3 +256,77 @@ def test_an_evaluator_that_cannot_be_sent_runs_here(
     report = two_processes(tmp_path, [local(), judge]).run().report
     assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
     assert "cannot be sent to a second process" in caplog.text
+
+
+class OwnLoop(Evaluator):
+    """Scores 1.0 per sample through an event loop of its own (``asyncio.run``)."""
+
+    type: str = "own_loop"
+
+    def metric_names(self) -> list[str]:
+        return ["looped"]
+
+    def score(self, samples: Sequence[Sample]) -> Mapping[str, Any]:
+        async def ones() -> Any:
+            return np.ones(len(samples))
+
+        return {"looped": asyncio.run(ones())}
+
+
+class BadEnd(Rider):
+    """Scores as Rider does; the end of its run fails."""
+
+    type: str = "bad_end"
+
+    def merge_signature(self, signatures: Any) -> Any:
+        raise RuntimeError("no end")
+
+
+class Encoder(Rider):
+    """Scores as Rider does, but says it wants a GPU (as BERTScore does)."""
+
+    type: str = "encoder"
+
+    def wants_gpu(self) -> bool:
+        return True
+
+
+def test_riders_are_scored_outside_the_judges_event_loop() -> None:
+    samples = list(Pipeline(load_config(DEMO)).load_dataset())
+    config = load_config(DEMO).model_copy(update={"evaluators": [OwnLoop(), stub_judge()]})
+    report = Pipeline(config).run(samples).report
+    assert [r.scores["looped"] for r in report.samples] == [1.0] * 34
+
+
+def test_a_rider_whose_run_fails_at_its_end_keeps_its_values(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    samples = list(Pipeline(load_config(DEMO)).load_dataset())
+    for evaluators in ([BadEnd(), stub_judge()], [BadEnd(), stub_judge(), EVALUATORS["bleu"]()]):
+        config = load_config(DEMO).model_copy(update={"evaluators": evaluators, "chunk_size": 5})
+        report = Pipeline(config).run(samples).report
+        assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
+    report = two_processes(tmp_path, [BadEnd(), stub_judge(), EVALUATORS["bleu"]()]).run().report
+    assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
+    assert report.summary["bleu"].n == 34
+
+
+def test_an_encoder_keeps_a_pass_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = counted_passes(monkeypatch)
+    config = load_config(DEMO)
+    evaluators = [Encoder(), EVALUATORS["bleu"](), stub_judge()]
+    Pipeline(config.model_copy(update={"evaluators": evaluators})).run()
+    assert len(passes) == 3  # the encoder's, the shared one, and the join
+
+
+def test_a_second_process_that_cannot_rebuild_an_evaluator_leaves_them_here(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A class in a module that exists only in this process: it pickles here, not there.
+    module = types.ModuleType("only_here")
+    only_here = type("OnlyHere", (Rider,), {"__module__": "only_here"})
+    module.OnlyHere = only_here  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "only_here", module)
+    report = two_processes(tmp_path, [only_here(), stub_judge()]).run().report
+    assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
+    assert "the evaluators run here" in caplog.text

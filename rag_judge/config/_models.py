@@ -166,8 +166,9 @@ class ExperimentConfig(BaseModel):
     # Samples an evaluator takes at a time: memory holds one chunk of samples, not the dataset.
     chunk_size: int = Field(default=2000, ge=1)
     # 2: the evaluators that score a chunk at a time (retrieval, ROUGE, BLEU) run in a second
-    # process, reading the JSON Lines dataset themselves, while this one runs the judge; the
-    # numbers are the same. Left out of the dump at 1, so a config without it reports as before.
+    # process, reading the JSON Lines dataset themselves, while this one runs the judge that
+    # drives their pass; the numbers are the same. Without such a judge or such a dataset it
+    # changes nothing. Left out of the dump at 1, so a config without it reports as before.
     processes: Literal[1, 2] = Field(default=1, exclude_if=lambda v: v == 1)
     # report.json holds the samples inline up to this many; past it they are written to
     # samples.jsonl beside it, and only score columns stay in memory.

@@ -1,5 +1,6 @@
-"""Samples a chunk at a time: what a run reads its dataset through, once per evaluator, so a
-million samples are never all in memory.
+"""Samples a chunk at a time: what a run reads its dataset through (once for the evaluators
+that share a pass, once more for each that cannot), so a million samples are never all in
+memory.
 
 - :class:`InMemory`: samples the caller already holds (``Pipeline.run(samples)``, CSV and
   Parquet files, which their readers load whole);
@@ -66,6 +67,7 @@ class JsonlSource(SampleSource):
             try:
                 sample = _to_sample(obj)
             except DataError as exc:
+                self._check(seen, chunk, lines)  # a repeated id on an earlier line comes first
                 raise DataError(f"{self.path}:{lineno}: {exc}") from None
             chunk.append(sample)
             lines.append(lineno)

@@ -15,11 +15,14 @@ from typing import Any
 
 from rag_judge.llm.sections import section
 
-__all__ = ["SECTIONS", "SECTIONS_SHA256", "FastSections", "replaces"]
+__all__ = ["FAST_MACROS", "SECTIONS", "SECTIONS_SHA256", "FastSections", "replaces"]
 
 SECTIONS = "_sections.j2"
 SECTIONS_SHA256 = "139a32b6345ae25faf353de9b01a901dd369ac3b102493d69778bb89a9a9ad9f"
 Macro = Callable[..., Any]
+FAST_MACROS = frozenset(
+    ("question_section", "answer_section", "context_sections", "reference_sections")
+)
 
 
 def replaces(source: str) -> bool:
@@ -59,7 +62,9 @@ class FastSections:
             return "\n\n".join(section(f"REFERENCE {i}", r) for i, r in enumerate(texts, 1))
         return self._module.reference_sections(*args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:  # anything else the module holds, as Jinja has it
+    def __getattr__(self, name: str) -> Any:
+        # Anything else the module holds, as Jinja has it; a name it lacks is an
+        # AttributeError, which the sandbox turns into an undefined value as for the module.
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._module, name)

@@ -36,7 +36,7 @@ from rag_judge.judge.conversation import (
     conversation_variable,
     turn_records,
 )
-from rag_judge.judge.fast_sections import SECTIONS, FastSections, replaces
+from rag_judge.judge.fast_sections import FAST_MACROS, SECTIONS, FastSections, replaces
 from rag_judge.judge.rubrics import Rubric
 from rag_judge.llm import sections
 from rag_judge.llm.base import ChatMessage
@@ -159,7 +159,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             return obj[attribute]
         if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:
             return getattr(obj, attribute)
-        if kind is FastSections and not attribute.startswith("_"):
+        if kind is FastSections and attribute in FAST_MACROS:
             return getattr(obj, attribute)
         if kind is TemplateModule and not attribute.startswith("_"):
             value = getattr(obj, attribute, None)

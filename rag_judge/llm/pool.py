@@ -174,6 +174,8 @@ class ProcessPool:
                 worker.conn.send_bytes(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
             except OSError:
                 self._lost(worker)
+        if self._pending and not any(w.alive for w in self._workers):
+            self._dispatch()  # the last worker died while taking calls: fail the rest now
 
     def _receive(self, worker: _Worker) -> None:
         try:

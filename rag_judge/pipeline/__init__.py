@@ -33,6 +33,7 @@ from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
 from rag_judge.pipeline.converse import Driver
 from rag_judge.pipeline.hops import unit_thresholds
 from rag_judge.pipeline.judged_relevance import feed_judgments
+from rag_judge.pipeline.passes import share_pass
 from rag_judge.pipeline.per_unit import (
     UnitStep,
     check_per_unit,
@@ -42,7 +43,6 @@ from rag_judge.pipeline.per_unit import (
 )
 from rag_judge.pipeline.running import stream
 from rag_judge.pipeline.summary import shared_intervals, summarize
-from rag_judge.pipeline.together import share_pass
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
@@ -167,8 +167,9 @@ class Pipeline:
         report, never raised; an evaluator that crashes outright fails only its own metrics.
 
         Each evaluator goes through the samples ``chunk_size`` at a time (a JSON Lines dataset
-        is read as it goes, once per evaluator); only score columns stay in memory, and past
-        ``inline_samples`` samples the report's samples live in a file (``samples.jsonl``).
+        is read as it goes: once for the evaluators that share a pass, ``pipeline.together``);
+        only score columns stay in memory, and past ``inline_samples`` samples the report's
+        samples live in a file (``samples.jsonl``).
 
         ``progress``: ``"bar"`` (a live line on stderr, rewritten in place), ``"lines"`` (one
         line per finished step) or ``"off"``; None (the default) uses the active display,

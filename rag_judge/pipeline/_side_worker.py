@@ -1,9 +1,10 @@
-"""The side process of a run with ``processes: 2`` (rag_judge.pipeline.together), run as
+"""The side process of a run with ``processes: 2`` (rag_judge.pipeline.passes), run as
 ``python -m rag_judge.pipeline._side_worker FD``: FD is its end of a socket pair to the run.
 
-It is sent the dataset's path, the chunk size and the evaluators; it reads the dataset in the
-run's chunks and answers each chunk with every evaluator's result and seconds, then with each
-evaluator's final word (None for one that crashed), or with an error that stops it.
+It is sent the dataset's path, the chunk size, the evaluators and the run's log level; it
+says it is ready once they are prepared, then reads the dataset in the run's chunks and
+answers each chunk with every evaluator's result and seconds, then with each evaluator's
+final word (None for one that crashed), or with an error that stops it.
 """
 
 from __future__ import annotations
@@ -30,21 +31,23 @@ def _worker_main(fd: int) -> None:
     # Ctrl-C reaches the whole process group: the run handles it and then stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fixed_mmap_threshold()
-    logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
     conn = Connection(fd)
-    path, size, labels, evaluators = pickle.loads(conn.recv_bytes())
     try:
+        path, size, labels, evaluators, level = pickle.loads(conn.recv_bytes())
+        logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
+        logging.getLogger("rag_judge").setLevel(level)
         riders = [
             Rider(label, ev.prepare(), None)
             for label, ev in zip(labels, evaluators, strict=True)
             if isinstance(ev, Evaluator)
         ]
+        _send(conn, ("ready", None))
         source = JsonlSource(Path(path))
         source.checked()  # the run checks the ids; this pass only reads
         for chunk in source.chunks(size):
             _send(conn, ("chunk", [(r.score(chunk), r.last) for r in riders]))
-        _send(conn, ("end", [None if r.crash else r.run.finish() for r in riders]))
-    except Exception as exc:  # the run says so and stops: its own pass meets the same problem
+        _send(conn, ("end", [r.final() for r in riders]))
+    except Exception as exc:  # the run says so: before "ready" it scores here instead
         _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()

@@ -3,7 +3,7 @@ riders: retrieval, ROUGE, BLEU, a user's ``score``) are handed each chunk as the
 and one evaluator that runs its own chunks (the driver: a judge) takes the chunks through
 :func:`~rag_judge.pipeline.running.stream`. A streamed dataset is read and parsed once instead
 of once per evaluator. With ``processes: 2`` the riders run in a second process that reads
-the dataset itself (:class:`SideProcess`), beside the driver.
+the dataset itself (:class:`~rag_judge.pipeline.passes.SideProcess`), beside the driver.
 """
 
 from __future__ import annotations
@@ -11,35 +11,27 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import os
-import pickle
-import socket
-import subprocess
+import queue
 import sys
+import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Protocol
 
 from rag_judge import _progress as progress_
 from rag_judge.data.sample import Sample
-from rag_judge.data.stream import JsonlSource, SampleSource
 from rag_judge.evaluators.base import EvaluatorRun
 from rag_judge.evaluators.result import EvaluatorResult, Final
 from rag_judge.pipeline.collect import Step
 from rag_judge.pipeline.running import check_aligned, crashed, stream
 
 __all__ = [
+    "Inline",
     "Rider",
     "Riders",
-    "SideProcess",
-    "can_send",
     "fixed_mmap_threshold",
     "rides",
-    "share_pass",
     "stream_together",
 ]
 
@@ -67,10 +59,12 @@ def fixed_mmap_threshold() -> bool:
 
 def rides(run: EvaluatorRun) -> bool:
     """Whether ``run`` can score each chunk as another evaluator's pass reads it: it scores a
-    chunk at a time through the base class, with no state across chunks it keeps itself."""
+    chunk at a time through the base class, with no state across chunks it keeps itself. An
+    encoder (``wants_gpu``: BERTScore) keeps a pass of its own, with its own progress bar."""
     ev = run.evaluator
     inherited = type(run).evaluate_chunks is EvaluatorRun.evaluate_chunks
-    return inherited and ev.shardable and ev.per == "conversation" and not ev.reads()
+    plain = ev.shardable and ev.per == "conversation" and not ev.reads() and not ev.wants_gpu()
+    return inherited and plain
 
 
 @dataclass
@@ -113,9 +107,22 @@ class Rider:
             raise RuntimeError("a rider without a step cannot take a chunk")
         self.step.add(result)
 
+    def final(self) -> Final | None:
+        """What the end of its run knows (None after a crash, or if the end itself fails:
+        its values stand, as :func:`stream` keeps them)."""
+        if self.crash is not None:
+            return None
+        try:
+            return self.run.finish()
+        except Exception as exc:
+            log.exception("evaluator %s failed at the end of its run", self.run.evaluator.type)
+            self.crash = exc
+            return None
+
     def finish(self) -> None:
-        if self.crash is None and self.step is not None:
-            self.step.finish(self.run.finish())
+        final = self.final()
+        if final is not None and self.step is not None:
+            self.step.finish(final)
 
 
 class Riders(Protocol):
@@ -124,6 +131,8 @@ class Riders(Protocol):
     def take(self, chunk: Sequence[Sample]) -> None: ...
 
     def finish(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Inline:
@@ -140,17 +149,63 @@ class Inline:
         for rider in self.riders:
             rider.finish()
 
+    def close(self) -> None:
+        pass
+
+
+class _Behind:
+    """The riders' scoring on a thread of its own, at most two chunks behind the reading: out
+    of the driver's event loop (a rider may run one of its own), and beside it while the
+    driver waits on a server. Each chunk's results are added in order; the time the reader
+    waited for the thread is counted."""
+
+    def __init__(self, scorer: Riders, clock: Callable[[], float]) -> None:
+        self._scorer = scorer
+        self._clock = clock
+        self._queue: queue.Queue[Sequence[Sample] | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self.waited = 0.0
+        self._thread = threading.Thread(target=self._work, name="rag-judge-riders", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._scorer.take(chunk)
+                except BaseException as exc:  # raised in the reader's thread at the end
+                    self._error = exc
+
+    def take(self, chunk: Sequence[Sample]) -> None:
+        start = self._clock()
+        self._queue.put(chunk)
+        self.waited += self._clock() - start
+
+    def finish(self) -> None:
+        start = self._clock()
+        self._queue.put(None)
+        self._thread.join()
+        self.waited += self._clock() - start
+        if self._error is not None:
+            raise self._error
+        self._scorer.finish()
+
+    def close(self) -> None:
+        """After an early stop: the thread ends at its next chunk (it is a daemon, so a
+        Ctrl-C does not wait for it), and the scorer closes."""
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
+        self._scorer.close()
+
 
 class _Shared:
     """The chunks of one pass, each handed to the riders as it is read, then to the pass's
-    driver (if any); the time this process spent on the riders is counted."""
+    driver (if any)."""
 
-    def __init__(self, chunks: Iterable[list[Sample]], riders: Riders, clock: Callable[[], float]):
+    def __init__(self, chunks: Iterable[list[Sample]], riders: _Behind) -> None:
         self._chunks = iter(chunks)
         self._riders = riders
-        self._clock = clock
         self.seen = False
-        self.seconds = 0.0
 
     def __iter__(self) -> Iterator[list[Sample]]:
         return self
@@ -158,9 +213,7 @@ class _Shared:
     def __next__(self) -> list[Sample]:
         chunk = next(self._chunks)
         self.seen = True
-        start = self._clock()
         self._riders.take(chunk)
-        self.seconds += self._clock() - start
         return chunk
 
 
@@ -171,175 +224,41 @@ def stream_together(
     side: Callable[[Sequence[Rider]], Riders] | None = None,
 ) -> None:
     """One pass over ``chunks`` for the ``riders`` and the ``driver``; ``side`` (when given)
-    opens the process that scores the riders. Each step is shown with its own time (the
-    driver's: the pass's, less what this process spent on the riders, the reading counted in
+    opens the process that scores the riders, else they are scored on a thread here. Each
+    step is shown with its own time (a rider's: its thread's CPU time; the driver's: the
+    pass's until it ended, less the reader's waits for the riders, the reading counted in
     it), then the pass's wall time."""
     display = progress_.current()
     shown = [display.begin(r.label) for r in riders]
     for rider in riders:
-        rider.clock = display.now
+        rider.clock = display.thread_clock()
     started = display.now()
     scorer = side(riders) if side is not None else Inline(riders)
+    behind = _Behind(scorer, display.now)
     try:
-        shared = _Shared(chunks, scorer, display.now)
+        shared = _Shared(chunks, behind)
         if driver is not None:
             label, run, step = driver
             driven = display.begin(label)
             stream(run, shared, step)
+            driver_seconds = display.now() - started - behind.waited
         else:
             for _ in shared:  # the riders score each chunk as it is read
                 pass
         if not shared.seen:  # no samples at all: every evaluator still signs its (empty) columns
-            scorer.take([])
-        scorer.finish()
+            behind.take([])
+        behind.finish()
     finally:
-        close = getattr(scorer, "close", None)
-        if close is not None:
-            close()
+        behind.close()
     for rider, s in zip(riders, shown, strict=True):
         display.end(s, rider.seconds)
     wall = display.now() - started
     if driver is not None:
-        display.end(driven, wall - shared.seconds)
+        display.end(driven, driver_seconds)
     # "evaluators 0, 1, 3, 2 shared one pass over the samples (0, 1, 3 in a second process)"
-    number = {r.label: r.label.split("]")[0].removeprefix("evaluators[") for r in riders}
-    numbers = [*number.values(), *([driver[0].split("]")[0][11:]] if driver else [])]
-    where = f" ({', '.join(number.values())} in a second process)" if side else ""
-    line = f"evaluators {', '.join(numbers)} shared one pass over the samples{where}"
-    display.note(line, wall)
-
-
-def share_pass(
-    processes: int,
-    size: int,
-    runs: Sequence[EvaluatorRun],
-    made: Sequence[Step | None],
-    pending: Collection[int],
-    order: Sequence[int],
-    source: SampleSource,
-) -> set[int]:
-    """Run in one pass over the samples (``size`` at a time) the evaluators that can share
-    it: those that score a chunk at a time (``rides``), driven by the first that runs its own
-    chunks (a judge), with ``processes`` 2 the riders in a side process; returns their
-    indices (none when sharing would not save a pass). ``made[i]`` is evaluator ``i``'s step
-    (None: per unit), ``pending`` the evaluators Ray runs."""
-    free = [i for i in order if made[i] is not None and i not in pending]
-    riding = [i for i in free if rides(runs[i])]
-    drivers = [
-        i for i in free
-        if i not in riding and not runs[i].evaluator.reads() and runs[i].evaluator.shardable
-    ]  # fmt: skip
-    driver = drivers[0] if drivers else None
-    if len(riding) + (driver is not None) < 2:
-        return set()
-
-    def label(i: int) -> str:
-        return f"evaluators[{i}] ({runs[i].evaluator.type})"
-
-    riders = [Rider(label(i), runs[i], step) for i in riding if (step := made[i]) is not None]
-    driven = None
-    if driver is not None and (step := made[driver]) is not None:
-        driven = (label(driver), runs[driver], step)
-    side: Callable[[Sequence[Rider]], Riders] | None = None
-    # A second process pays off beside a driver, over a file it can read itself.
-    if processes == 2 and driven and isinstance(source, JsonlSource):
-        if can_send(riders):
-            side = partial(SideProcess, source.path, size)
-        else:
-            log.warning("processes: 2: an evaluator cannot be sent to a second process")
-    stream_together(riders, driven, source.chunks(size), side)
-    return {*riding, *([driver] if driver is not None else [])}
-
-
-def can_send(riders: Sequence[Rider]) -> bool:
-    """Whether a fresh interpreter can rebuild each rider's evaluator: it pickles, and its
-    class is not defined in a script run as ``__main__`` (or a notebook)."""
-    for rider in riders:
-        evaluator = rider.run.evaluator
-        if type(evaluator).__module__ == "__main__":
-            return False
-        try:
-            pickle.dumps(evaluator)
-        except Exception:
-            return False
-    return True
-
-
-class SideProcess:
-    """The riders' scoring in a worker process over the dataset at ``path``."""
-
-    def __init__(self, path: Path, size: int, riders: Sequence[Rider]) -> None:
-        self.riders = riders
-        ours, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "rag_judge.pipeline._side_worker", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-        theirs.close()  # the child's copy only: its death then reads as end of file here
-        self._conn = Connection(ours.detach())
-        labels = [r.label for r in riders]
-        message = (str(path), size, labels, [r.run.evaluator for r in riders])
-        self._conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
-        self.lost: Exception | None = None
-
-    def _receive(self, expected: str) -> object:
-        try:
-            kind, body = pickle.loads(self._conn.recv_bytes())
-        except (EOFError, OSError):
-            code = self._process.wait()
-            raise RuntimeError(f"the side process stopped (exit code {code})") from None
-        if kind == "error":
-            raise RuntimeError(f"the side process failed: {body}")
-        if kind != expected:
-            raise RuntimeError(f"the side process sent {kind!r} where {expected!r} was due")
-        return body
-
-    def take(self, chunk: Sequence[Sample]) -> None:
-        """The riders' results for ``chunk``, the next of the pass (the side read it too). A
-        side process that stopped or failed fails the riders' metrics on this chunk and every
-        later one, as a crash does; the run goes on."""
-        results: list[tuple[EvaluatorResult, float]] = []
-        if self.lost is None:
-            try:
-                results = self._receive("chunk")  # type: ignore[assignment]
-                if any(len(result.errors) != len(chunk) for result, _ in results):
-                    raise RuntimeError("the side process read the dataset in other chunks")
-            except RuntimeError as exc:
-                log.error("processes: 2: %s", exc)
-                self.lost, results = exc, []
-        for i, rider in enumerate(self.riders):
-            if self.lost is not None:
-                rider.crash = self.lost
-                result = crashed(rider.run.evaluator, len(chunk), self.lost, rider.names)
-                seconds = 0.0
-            else:
-                result, seconds = results[i]
-            if rider.step is not None:
-                rider.step.add(result)
-            rider.seconds += seconds
-            rider.last = seconds
-
-    def finish(self) -> None:
-        if self.lost is not None:
-            return
-        try:
-            finals: list[Final | None] = self._receive("end")  # type: ignore[assignment]
-        except RuntimeError as exc:  # the scores are in: only the final signatures are lost
-            log.error("processes: 2: %s", exc)
-            finals = [None] * len(self.riders)
-        for rider, final in zip(self.riders, finals, strict=True):
-            if final is not None and rider.step is not None:
-                rider.step.finish(final)
-            elif final is None:
-                rider.crash = RuntimeError("crashed in the side process")
-
-    def close(self) -> None:
-        """Stop the worker (at once, if the run stopped early)."""
-        with contextlib.suppress(OSError):
-            self._conn.close()
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
+    number = [r.label.split("]")[0].removeprefix("evaluators[") for r in riders]
+    numbers = [*number, *([driver[0].split("]")[0].removeprefix("evaluators[")] if driver else [])]
+    where = (
+        f" ({', '.join(number)} in a second process)" if getattr(scorer, "remote", False) else ""
+    )
+    display.note(f"evaluators {', '.join(numbers)} shared one pass over the samples{where}", wall)

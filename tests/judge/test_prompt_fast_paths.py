@@ -139,3 +139,25 @@ def test_only_the_shipped_sections_file_is_replaced(tmp_path: Path) -> None:
     sample = next(iter(read_jsonl(DEMO)))
     _, user = renderer.render(rubric, sample_variables(rubric, sample))
     assert "<<<BEGIN ASKED>>>" in user.content and "<<<BEGIN QUESTION>>>" not in user.content
+
+
+def test_a_name_the_sections_module_lacks_is_undefined_as_in_jinja(tmp_path: Path) -> None:
+    sample = next(iter(read_jsonl(DEMO)))
+    imported = '{% import "_sections.j2" as s %}{{ answer }}'
+    for source, rendered in [
+        (imported + "{% if s.nope is defined %}yes{% else %}no{% endif %}", "no"),
+        (imported + "{{ s.nope }}", None),
+    ]:
+        path = tmp_path / "t.j2"
+        path.write_text(source, encoding="utf-8")
+        rubric = rubric_from_template(path)
+        variables = sample_variables(rubric, sample)
+        fast, plain = (outcome(r, rubric, variables) for r in (PromptRenderer(), plain_renderer()))
+        if rendered is None:  # a PromptError in both; the message names the module's own type
+            assert isinstance(fast, str) and isinstance(plain, str)
+            assert fast.replace("rag_judge.judge.fast_sections.FastSections", "X") == (
+                plain.replace("jinja2.environment.TemplateModule", "X")
+            )
+        else:
+            assert fast == plain and not isinstance(fast, str)
+            assert fast[1].content.endswith(rendered)  # type: ignore[index]

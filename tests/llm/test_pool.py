@@ -22,7 +22,7 @@ from rag_judge.llm.engine import JudgeEngine
 from rag_judge.llm.pool import shares
 from rag_judge.llm.providers.openai import OpenAIClient
 from rag_judge.llm.providers.stub import StubClient, fixed
-from tests.fake_openai_server import FakeOpenAIServer, Reply, error, malformed
+from tests.fake_openai_server import FakeOpenAIServer, Reply, chat, error, malformed
 
 
 def ask(text: str) -> CompletionRequest:
@@ -124,6 +124,9 @@ def test_processes_is_validated_and_left_out_of_dumps_and_signatures() -> None:
         ClientConfig(provider="openai", model="m", processes=0)
     with pytest.raises(ValidationError, match=r"processes=9 .*concurrency=8"):
         ClientConfig(provider="openai", model="m", processes=9)
+    with pytest.raises(ValidationError, match=r"processes=<str> is not valid") as pasted:
+        ClientConfig(provider="openai", model="m", processes="sk-SECRET123")  # type: ignore[arg-type]
+    assert "SECRET" not in str(pasted.value)  # a key pasted here is not echoed
     with pytest.raises(ValidationError, match="needs provider 'openai'"):
         ClientConfig(provider="stub", processes=2)
     with pytest.raises(ValidationError, match="batch"):
@@ -162,3 +165,24 @@ def test_the_docs_worked_example_runs() -> None:
     with FakeOpenAIServer(by_content) as server:
         texts = namespace["judge_all"](server.base_url)
     assert texts[3] == by_content({"messages": [{"content": "Is claim 3 supported?"}]})
+
+
+def test_workers_dead_between_runs_fail_the_next_runs_calls_instead_of_hanging() -> None:
+    client = OpenAIClient("fake-model", base_url="http://127.0.0.1:1/v1")
+    with FakeOpenAIServer(lambda body: chat('{"reason": "ok", "score": 4}')) as server:
+        client.base_url = server.base_url
+        with JudgeEngine(client, concurrency=4, processes=2, max_attempts=1) as engine:
+            assert all(not isinstance(r, LLMError) for r in engine.run_sync([ask("warm")]))
+            for pid in engine.worker_pids:  # both die between runs; the parent has not seen it
+                os.kill(pid, signal.SIGKILL)
+            assert engine._pool is not None
+            for worker in engine._pool._workers:
+                worker.process.wait()
+            done: list[Any] = []
+            runner = threading.Thread(
+                target=lambda: done.extend(engine.run_sync([ask(f"q{i}") for i in range(40)]))
+            )
+            runner.start()
+            runner.join(timeout=60)
+            assert not runner.is_alive(), "the run hung with calls still waiting for a worker"
+    assert len(done) == 40 and all(isinstance(r, LLMError) and "died" in str(r) for r in done)

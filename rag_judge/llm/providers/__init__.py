@@ -116,7 +116,9 @@ class ClientConfig(BaseModel):
         concurrency = info.data.get("concurrency", 8)
         legal = f"an integer from 1 (calls made in this process) to concurrency={concurrency}"
         if type(value) is not int or not 1 <= value <= concurrency:
-            raise ValueError(f"processes={value!r} is not valid: expected {legal}")
+            # Only a number is echoed: a key pasted here must not reach the message.
+            given = repr(value) if type(value) is int else f"<{type(value).__name__}>"
+            raise ValueError(f"processes={given} is not valid: expected {legal}")
         if value > 1 and info.data.get("provider") != "openai":
             raise ValueError(f"processes={value} needs provider 'openai' (it spreads HTTP calls)")
         if value > 1 and info.data.get("batch"):

@@ -1,0 +1,204 @@
+"""Which evaluators share one pass over the samples (:func:`share_pass`), and the second
+process that scores its riders with ``processes: 2`` (:class:`SideProcess`): it reads the JSON
+Lines dataset itself, in the run's chunks, and sends each chunk's results back, so their
+scoring runs on another core beside the driver (a judge). The worker is a fresh interpreter
+(``python -m rag_judge.pipeline._side_worker FD``), not multiprocessing: its spawn re-runs the
+caller's main script, and a fork copies a process that has threads."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from rag_judge.data.sample import Sample
+from rag_judge.data.stream import JsonlSource, SampleSource
+from rag_judge.evaluators.base import EvaluatorRun
+from rag_judge.evaluators.result import EvaluatorResult, Final
+from rag_judge.pipeline.collect import Step
+from rag_judge.pipeline.running import crashed
+from rag_judge.pipeline.together import Inline, Rider, Riders, rides, stream_together
+
+__all__ = ["SideProcess", "cannot_send", "share_pass"]
+
+log = logging.getLogger("rag_judge")
+
+
+def share_pass(
+    processes: int,
+    size: int,
+    runs: Sequence[EvaluatorRun],
+    made: Sequence[Step | None],
+    pending: Collection[int],
+    order: Sequence[int],
+    source: SampleSource,
+) -> set[int]:
+    """Run in one pass over the samples (``size`` at a time) the evaluators that can share
+    it: those that score a chunk at a time (``rides``), driven by the first that runs its own
+    chunks (a judge), with ``processes`` 2 the riders in a side process; returns their
+    indices (none when sharing would not save a pass). ``made[i]`` is evaluator ``i``'s step
+    (None: per unit), ``pending`` the evaluators Ray runs."""
+    free = [i for i in order if made[i] is not None and i not in pending]
+    riding = [i for i in free if rides(runs[i])]
+    drivers = [
+        i for i in free
+        if i not in riding and not runs[i].evaluator.reads() and runs[i].evaluator.shardable
+    ]  # fmt: skip
+    driver = drivers[0] if drivers else None
+    if len(riding) + (driver is not None) < 2:
+        return set()
+
+    def label(i: int) -> str:
+        return f"evaluators[{i}] ({runs[i].evaluator.type})"
+
+    riders = [Rider(label(i), runs[i], step) for i in riding if (step := made[i]) is not None]
+    driven = None
+    if driver is not None and (step := made[driver]) is not None:
+        driven = (label(driver), runs[driver], step)
+    side: Callable[[Sequence[Rider]], Riders] | None = None
+    # A second process pays off beside a driver, over a file it can read itself.
+    if processes == 2 and driven and isinstance(source, JsonlSource) and riders:
+        if (kept := cannot_send(riders)) is None:
+            side = partial(_open_side, source.path, size)
+        else:
+            log.warning("processes: 2: %s cannot be sent to a second process: run here", kept)
+    stream_together(riders, driven, source.chunks(size), side)
+    return {*riding, *([driver] if driver is not None else [])}
+
+
+def cannot_send(riders: Sequence[Rider]) -> str | None:
+    """The first rider whose evaluator a fresh interpreter cannot rebuild (it does not pickle,
+    or its class is defined in a script run as ``__main__`` or a notebook), or None."""
+    for rider in riders:
+        evaluator = rider.run.evaluator
+        if type(evaluator).__module__ == "__main__":
+            return rider.label
+        try:
+            pickle.dumps(evaluator)
+        except Exception:
+            return rider.label
+    return None
+
+
+def _open_side(path: Path, size: int, riders: Sequence[Rider]) -> Riders:
+    try:
+        return SideProcess(path, size, riders)
+    except (OSError, pickle.PicklingError) as exc:
+        log.warning("processes: 2: no second process (%s): the evaluators run here", exc)
+        return Inline(riders)
+
+
+class SideProcess:
+    """The riders' scoring in a worker process over the dataset at ``path``. A worker that
+    does not start (its evaluators cannot be rebuilt there) leaves them to this process; one
+    that dies or fails later fails its riders' values from that chunk on, as a crash does."""
+
+    remote = True
+
+    def __init__(self, path: Path, size: int, riders: Sequence[Rider]) -> None:
+        self.riders = riders
+        self.lost: Exception | None = None
+        self._ready = False
+        level = logging.getLogger("rag_judge").getEffectiveLevel()
+        labels = [r.label for r in riders]
+        message = (str(path), size, labels, [r.run.evaluator for r in riders], level)
+        sent = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)  # before any process starts
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "rag_judge.pipeline._side_worker", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        finally:
+            theirs.close()  # the child's copy only: its death then reads as end of file here
+        self._conn = Connection(ours.detach())
+        try:
+            self._conn.send_bytes(sent)
+        except OSError:
+            self.close()
+            raise
+
+    def _receive(self, expected: str) -> object:
+        try:
+            kind, body = pickle.loads(self._conn.recv_bytes())
+        except (EOFError, OSError):
+            code = self._process.wait()
+            raise RuntimeError(f"the side process stopped (exit code {code})") from None
+        if kind == "error":
+            raise RuntimeError(f"the side process failed: {body}")
+        if kind != expected:
+            raise RuntimeError(f"the side process sent {kind!r} where {expected!r} was due")
+        return body
+
+    @property
+    def here(self) -> bool:
+        """Whether the riders are scored in this process (the worker never started)."""
+        if not self._ready and self.lost is None:
+            try:
+                self._receive("ready")
+                self._ready = True
+            except RuntimeError as exc:
+                log.warning("processes: 2: %s: the evaluators run here", exc)
+                self.remote = False
+                self.close()
+        return not self.remote
+
+    def take(self, chunk: Sequence[Sample]) -> None:
+        """The riders' results for ``chunk``, the next of the pass (the side read it too)."""
+        if self.here:
+            Inline(self.riders).take(chunk)
+            return
+        results: list[tuple[EvaluatorResult, float]] = []
+        if self.lost is None:
+            try:
+                results = self._receive("chunk")  # type: ignore[assignment]
+                if any(len(result.errors) != len(chunk) for result, _ in results):
+                    raise RuntimeError("the side process read the dataset in other chunks")
+            except RuntimeError as exc:
+                log.error("processes: 2: %s", exc)
+                self.lost, results = exc, []
+        for i, rider in enumerate(self.riders):
+            if self.lost is not None:
+                rider.crash = self.lost
+                result = crashed(rider.run.evaluator, len(chunk), self.lost, rider.names)
+                seconds = 0.0
+            else:
+                result, seconds = results[i]
+            if rider.step is not None:
+                rider.step.add(result)
+            rider.seconds += seconds
+            rider.last = seconds
+
+    def finish(self) -> None:
+        if self.here:
+            Inline(self.riders).finish()
+            return
+        if self.lost is not None:
+            return
+        try:
+            finals: list[Final | None] = self._receive("end")  # type: ignore[assignment]
+        except RuntimeError as exc:  # the values are in: only the final signatures are lost
+            log.error("processes: 2: %s", exc)
+            finals = [None] * len(self.riders)
+        for rider, final in zip(self.riders, finals, strict=True):
+            if final is not None and rider.step is not None:
+                rider.step.finish(final)
+
+    def close(self) -> None:
+        """Stop the worker (at once, if the run stopped early)."""
+        with contextlib.suppress(OSError):
+            self._conn.close()
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
