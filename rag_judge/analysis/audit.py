@@ -285,19 +285,14 @@ def failed_judge_warnings(report: Report) -> list[ReportWarning]:
 
 def _per_sample(report: Report) -> tuple[NDArray[np.float64], list[str | None]]:
     """Each sample's answer length in words (NaN: no answer) and its generator's family, in the
-    order of the report's index (one pass over the samples)."""
+    order of the report's index (which kept both as the samples passed)."""
     run_level = report.config.get("generator")
     default = model_family(run_level) if isinstance(run_level, str) and run_level else None
-    lengths: list[float] = []
-    families: list[str | None] = []
-    for r in report.samples:
-        sample = r.sample
-        answer = sample.answer if sample is not None else None
-        lengths.append(math.nan if answer is None else float(len(answer.split())))
-        meta: Mapping[str, Any] = sample.metadata if sample is not None else {}
-        named = meta.get("generator") or meta.get("model")
-        families.append(model_family(named) if isinstance(named, str) and named else default)
-    return np.array(lengths, dtype=np.float64), families
+    index = report.index()
+    named = index.generators()
+    families = {n: model_family(n) for n in set(named) if n is not None}
+    generators = [families[n] if n is not None else default for n in named]
+    return np.array(index.answer_words, dtype=np.float64), generators
 
 
 def _per_unit(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.data.rows import RowFile
+from rag_judge.data.sample import Sample
 from rag_judge.report.result import Degradation, SampleResult
 from rag_judge.report.types import Failure
 
@@ -124,6 +125,12 @@ class SampleIndex:
         # turns (few), and whether any sample is a conversation or has per-unit rows.
         self.degraded: list[tuple[str, Degradation]] = []
         self.conversations = False
+        # What the judge audit reads of every sample: its answer's length in words (NaN: no
+        # answer), and the generator its metadata names (a code into ``_generator_names``;
+        # -1: none), so the audit does not read the samples again.
+        self.answer_words = array("d")
+        self._generator_codes = array("i")
+        self._generator_names: dict[str, int] = {}
 
     @classmethod
     def build(cls, results: Iterable[SampleResult]) -> SampleIndex:
@@ -139,6 +146,7 @@ class SampleIndex:
         """One more sample; ``scores=False`` leaves its scores to :meth:`attach`."""
         i = len(self.ids)
         self.ids.append(r.id)
+        self._about(r.sample)
         self.degraded.extend((r.id, d) for d in r.degraded)
         if not self.conversations:
             self.conversations = bool(r.units) or (
@@ -159,6 +167,21 @@ class SampleIndex:
             elif j.score is not None and probs and max(probs.values()) < 1:
                 key = max(probs.values()) - 1
             self._uncertainty.setdefault(rubric, Column()).push(i, key, is_spread)
+
+    def _about(self, sample: Sample | None) -> None:
+        answer = sample.answer if sample is not None else None
+        self.answer_words.append(math.nan if answer is None else float(len(answer.split())))
+        meta: Mapping[str, Any] = sample.metadata if sample is not None else {}
+        named = meta.get("generator") or meta.get("model")
+        code = -1
+        if isinstance(named, str) and named:
+            code = self._generator_names.setdefault(named, len(self._generator_names))
+        self._generator_codes.append(code)
+
+    def generators(self) -> list[str | None]:
+        """Per sample, the generator its metadata names (``generator``, else ``model``)."""
+        names = list(self._generator_names)
+        return [names[c] if c >= 0 else None for c in self._generator_codes]
 
     def attach(self, metric: str, column: Column) -> None:
         """A whole column at once, shared, not copied (a run's own columns)."""

@@ -324,3 +324,26 @@ def test_a_file_that_is_not_a_pairwise_json(tmp_path: Path) -> None:
         load_pairwise(path)
     with pytest.raises(DataError, match=r"missing\.json: file not found"):
         load_pairwise(tmp_path / "missing.json")
+
+
+def test_the_audit_reads_lengths_and_generators_from_the_index_not_the_samples_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rag_judge import Pipeline, load_config
+    from rag_judge.report.samples import SampleFile
+    from rag_judge.resources import resource_dir
+
+    config = load_config(resource_dir("configs") / "demo.yaml")
+    judges = [e for e in config.evaluators if e.type == "judge"]
+    inline = Pipeline(config.model_copy(update={"evaluators": judges})).run().report
+    in_file = Pipeline(config.model_copy(update={"evaluators": judges, "inline_samples": 0}))
+    report = in_file.run().report
+    assert isinstance(report.samples, SampleFile)
+    report.index()  # built as the run wrote the file
+
+    def unread(self: SampleFile) -> Any:
+        raise AssertionError("the audit read samples.jsonl again")
+
+    monkeypatch.setattr(SampleFile, "__iter__", unread)
+    audited = audit_report(report)
+    assert audited and audited == audit_report(inline)
