@@ -8,11 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rag_judge.data.jsonl import read_jsonl
 from rag_judge.judge.fast_sections import SECTIONS, FastSections
@@ -24,6 +22,7 @@ from rag_judge.judge.rubrics import (
     rubric_from_template,
 )
 from rag_judge.resources import resource_dir
+from tests.test_scale_fast_paths import _plain_sandbox
 
 DEMO = resource_dir("configs") / "data" / "demo.jsonl"
 CONVERSATIONS = resource_dir("configs") / "data" / "conversations.jsonl"
@@ -31,18 +30,7 @@ CONVERSATIONS = resource_dir("configs") / "data" / "conversations.jsonl"
 
 def plain_renderer() -> PromptRenderer:
     """A renderer over Jinja's own immutable sandbox, without the short ways."""
-    renderer = PromptRenderer()
-    env = ImmutableSandboxedEnvironment(
-        loader=renderer.env.loader,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
-    env.globals.update(renderer.env.globals)
-    renderer.env = env
-    return renderer
+    return _plain_sandbox(PromptRenderer())
 
 
 def outcome(renderer: PromptRenderer, rubric: Rubric, variables: dict[str, Any]) -> object:
