@@ -150,11 +150,6 @@ class Display:
         """The display's clock (a test's may stand still)."""
         return self._clock()
 
-    def thread_clock(self) -> Callable[[], float]:
-        """The calling thread's CPU time, or the display's own clock where a caller gave one
-        (a test's, which may stand still)."""
-        return time.thread_time if self._clock is time.monotonic else self._clock
-
     def note(self, line: str, seconds: float = 0.0) -> None:
         """``line`` shown for good, with `` in N s`` when ``seconds``, as a step's line is."""
         with self._lock:

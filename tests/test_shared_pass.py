@@ -330,3 +330,18 @@ def test_a_second_process_that_cannot_rebuild_an_evaluator_leaves_them_here(
     report = two_processes(tmp_path, [only_here(), stub_judge()]).run().report
     assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34
     assert "the evaluators run here" in caplog.text
+
+
+def test_inside_a_running_loop_nothing_is_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A notebook's thread runs a loop: the judge then runs on a helper thread, so the riders
+    # keep their own passes in the caller's thread.
+    passes = counted_passes(monkeypatch)
+    config = load_config(DEMO)
+    evaluators = [Rider(), EVALUATORS["bleu"](), stub_judge()]
+
+    async def run() -> Any:
+        return Pipeline(config.model_copy(update={"evaluators": evaluators})).run().report
+
+    report = asyncio.run(run())
+    assert len(passes) == 4  # each evaluator's own, and the join
+    assert [r.scores["ridden"] for r in report.samples] == [1.0] * 34

@@ -7,6 +7,7 @@ caller's main script, and a fork copies a process that has threads."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -46,6 +47,8 @@ def share_pass(
     chunks (a judge), with ``processes`` 2 the riders in a side process; returns their
     indices (none when sharing would not save a pass). ``made[i]`` is evaluator ``i``'s step
     (None: per unit), ``pending`` the evaluators Ray runs."""
+    if _loop_running():  # a judge would run on a helper thread (run_sync): riders stay apart
+        return set()
     free = [i for i in order if made[i] is not None and i not in pending]
     riding = [i for i in free if rides(runs[i])]
     drivers = [
@@ -72,6 +75,14 @@ def share_pass(
             log.warning("processes: 2: %s cannot be sent to a second process: run here", kept)
     stream_together(riders, driven, source.chunks(size), side)
     return {*riding, *([driver] if driver is not None else [])}
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def cannot_send(riders: Sequence[Rider]) -> str | None:

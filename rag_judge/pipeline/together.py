@@ -8,12 +8,11 @@ the dataset itself (:class:`~rag_judge.pipeline.passes.SideProcess`), beside the
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import logging
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -153,59 +152,31 @@ class Inline:
         pass
 
 
-class _Behind:
-    """The riders' scoring on a thread of its own, at most two chunks behind the reading: out
-    of the driver's event loop (a rider may run one of its own), and beside it while the
-    driver waits on a server. Each chunk's results are added in order; the time the reader
-    waited for the thread is counted."""
-
-    def __init__(self, scorer: Riders, clock: Callable[[], float]) -> None:
-        self._scorer = scorer
-        self._clock = clock
-        self._queue: queue.Queue[Sequence[Sample] | None] = queue.Queue(maxsize=2)
-        self._error: BaseException | None = None
-        self.waited = 0.0
-        self._thread = threading.Thread(target=self._work, name="rag-judge-riders", daemon=True)
-        self._thread.start()
-
-    def _work(self) -> None:
-        while (chunk := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self._scorer.take(chunk)
-                except BaseException as exc:  # raised in the reader's thread at the end
-                    self._error = exc
-
-    def take(self, chunk: Sequence[Sample]) -> None:
-        start = self._clock()
-        self._queue.put(chunk)
-        self.waited += self._clock() - start
-
-    def finish(self) -> None:
-        start = self._clock()
-        self._queue.put(None)
-        self._thread.join()
-        self.waited += self._clock() - start
-        if self._error is not None:
-            raise self._error
-        self._scorer.finish()
-
-    def close(self) -> None:
-        """After an early stop: the thread ends at its next chunk (it is a daemon, so a
-        Ctrl-C does not wait for it), and the scorer closes."""
-        with contextlib.suppress(queue.Full):
-            self._queue.put_nowait(None)
-        self._scorer.close()
+@contextlib.contextmanager
+def _outside_the_loop() -> Iterator[None]:
+    """The riders' scoring, called from inside the driver's event loop (a judge pulls its
+    chunks in a coroutine), as if no loop ran in this thread: a rider may run one of its own
+    (``asyncio.run``). The driver's loop is suspended meanwhile, as in any synchronous call."""
+    loop = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(loop)
 
 
 class _Shared:
     """The chunks of one pass, each handed to the riders as it is read, then to the pass's
-    driver (if any)."""
+    driver (if any); the time this process spent on the riders is counted."""
 
-    def __init__(self, chunks: Iterable[list[Sample]], riders: _Behind) -> None:
+    def __init__(
+        self, chunks: Iterable[list[Sample]], riders: Riders, clock: Callable[[], float]
+    ) -> None:
         self._chunks = iter(chunks)
         self._riders = riders
+        self._clock = clock
         self.seen = False
+        self.seconds = 0.0
 
     def __iter__(self) -> Iterator[list[Sample]]:
         return self
@@ -213,7 +184,10 @@ class _Shared:
     def __next__(self) -> list[Sample]:
         chunk = next(self._chunks)
         self.seen = True
-        self._riders.take(chunk)
+        start = self._clock()
+        with _outside_the_loop():
+            self._riders.take(chunk)
+        self.seconds += self._clock() - start
         return chunk
 
 
@@ -224,32 +198,31 @@ def stream_together(
     side: Callable[[Sequence[Rider]], Riders] | None = None,
 ) -> None:
     """One pass over ``chunks`` for the ``riders`` and the ``driver``; ``side`` (when given)
-    opens the process that scores the riders, else they are scored on a thread here. Each
-    step is shown with its own time (a rider's: its thread's CPU time; the driver's: the
-    pass's until it ended, less the reader's waits for the riders, the reading counted in
-    it), then the pass's wall time."""
+    opens the process that scores the riders, else they are scored here, each chunk before
+    the driver takes it. Each step is shown with its own time (the driver's: the pass's
+    until it ended, less what this process spent on the riders, the reading counted in it),
+    then the pass's wall time."""
     display = progress_.current()
     shown = [display.begin(r.label) for r in riders]
     for rider in riders:
-        rider.clock = display.thread_clock()
+        rider.clock = display.now
     started = display.now()
     scorer = side(riders) if side is not None else Inline(riders)
-    behind = _Behind(scorer, display.now)
     try:
-        shared = _Shared(chunks, behind)
+        shared = _Shared(chunks, scorer, display.now)
         if driver is not None:
             label, run, step = driver
             driven = display.begin(label)
             stream(run, shared, step)
-            driver_seconds = display.now() - started - behind.waited
+            driver_seconds = display.now() - started - shared.seconds
         else:
             for _ in shared:  # the riders score each chunk as it is read
                 pass
         if not shared.seen:  # no samples at all: every evaluator still signs its (empty) columns
-            behind.take([])
-        behind.finish()
+            scorer.take([])
+        scorer.finish()
     finally:
-        behind.close()
+        scorer.close()
     for rider, s in zip(riders, shown, strict=True):
         display.end(s, rider.seconds)
     wall = display.now() - started
