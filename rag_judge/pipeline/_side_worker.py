@@ -17,7 +17,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from rag_judge.data.stream import JsonlSource
-from rag_judge.evaluators.base import Evaluator
 from rag_judge.pipeline.together import Rider, fixed_mmap_threshold
 
 __all__: list[str] = []
@@ -37,9 +36,7 @@ def _worker_main(fd: int) -> None:
         logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
         logging.getLogger("rag_judge").setLevel(level)
         riders = [
-            Rider(label, ev.prepare(), None)
-            for label, ev in zip(labels, evaluators, strict=True)
-            if isinstance(ev, Evaluator)
+            Rider(label, ev.prepare(), None) for label, ev in zip(labels, evaluators, strict=True)
         ]
         _send(conn, ("ready", None))
         source = JsonlSource(Path(path))
