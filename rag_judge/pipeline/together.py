@@ -127,6 +127,8 @@ class Rider:
 class Riders(Protocol):
     """Who scores the riders' chunks: this process (:class:`Inline`), or a side process."""
 
+    remote: bool  # whether the riders are scored in another process
+
     def take(self, chunk: Sequence[Sample]) -> None: ...
 
     def finish(self) -> None: ...
@@ -136,6 +138,8 @@ class Riders(Protocol):
 
 class Inline:
     """The riders scored in this process, one after another."""
+
+    remote = False
 
     def __init__(self, riders: Sequence[Rider]) -> None:
         self.riders = riders
@@ -231,7 +235,5 @@ def stream_together(
     # "evaluators 0, 1, 3, 2 shared one pass over the samples (0, 1, 3 in a second process)"
     number = [r.label.split("]")[0].removeprefix("evaluators[") for r in riders]
     numbers = [*number, *([driver[0].split("]")[0].removeprefix("evaluators[")] if driver else [])]
-    where = (
-        f" ({', '.join(number)} in a second process)" if getattr(scorer, "remote", False) else ""
-    )
+    where = f" ({', '.join(number)} in a second process)" if scorer.remote else ""
     display.note(f"evaluators {', '.join(numbers)} shared one pass over the samples{where}", wall)
