@@ -94,6 +94,7 @@ def _plain_sandbox(renderer: PromptRenderer) -> PromptRenderer:
     env.globals["section"] = section
     env.globals["conversation"] = conversation
     renderer.env = env
+    renderer.splits = False  # every prompt rendered whole
     return renderer
 
 

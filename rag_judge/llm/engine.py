@@ -16,15 +16,16 @@ rag_judge/llm/calls.py, which ``JudgeEngine`` extends with what a run needs.
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 import random
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
@@ -45,6 +46,12 @@ __all__ = [
 ]
 
 _CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``)
+# The fields of a request besides its messages and schema, all hashable.
+_SCALARS = tuple(
+    f.name for f in fields(CompletionRequest) if f.name not in ("messages", "json_schema")
+)
+# A run's key of a request: the cache key (a str) or, without a cache, a tuple of its fields.
+RunKey = str | tuple[Any, ...]
 
 Result = Completion | LLMError
 
@@ -151,6 +158,18 @@ class JudgeEngine(CallRunner):
         c = self.client
         return request.fingerprint(provider=c.provider, model=c.model, base_url=c.base_url)
 
+    def _run_key(self, request: CompletionRequest) -> RunKey:
+        """What identical requests share in a run: the cache key (also a batch line's id), or
+        without a cache and a batch the request's fields themselves, which hash in a tenth of
+        the time of the SHA-256 of its JSON."""
+        if self.cache is not None or self.batch:
+            return self.key(request)
+        schema = request.json_schema
+        frozen = None if schema is None else json.dumps(schema, sort_keys=True)
+        # With its type, as JSON tells 0 from 0.0 and True from 1.
+        scalars = [(type(v), v) for v in map(request.__getattribute__, _SCALARS)]
+        return (request.messages, frozen, *scalars)
+
     # ---- running -------------------------------------------------------------------------
 
     async def run(
@@ -165,11 +184,11 @@ class JudgeEngine(CallRunner):
         self._check_open()
         results: list[Result | None] = [None] * len(requests)
         bar = progress.task(label, len(requests), "calls")
-        started: set[str] = set()  # keys whose one call is under way or done
-        followers: dict[str, list[int]] = defaultdict(list)
-        settled: dict[str, Result] = {}
+        started: set[RunKey] = set()  # keys whose one call is under way or done
+        followers: dict[RunKey, list[int]] = defaultdict(list)
+        settled: dict[RunKey, Result] = {}
         tasks: list[asyncio.Task[None]] = []
-        batched: list[tuple[int, str]] = []  # with a batch client: sent together at the end
+        batched: list[tuple[int, Any]] = []  # with a batch client: sent together at the end
 
         def follow(j: int, result: Result) -> None:
             # An identical request: the one call made for its leader serves it too.
@@ -181,7 +200,7 @@ class JudgeEngine(CallRunner):
                 results[j] = replace(result, cached=True, extra=dict(result.extra))
             bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
 
-        async def settle(i: int, key: str) -> None:
+        async def settle(i: int, key: RunKey) -> None:
             if pool is None:
                 result = await self._call(key, requests[i], bar)
             else:
@@ -205,8 +224,11 @@ class JudgeEngine(CallRunner):
                 pool.attach()
             for start in range(0, len(requests), _CHUNK):
                 chunk = range(start, min(start + _CHUNK, len(requests)))
-                keys = [self.key(requests[i]) for i in chunk]
-                cached = self.cache.get_many(keys) if self.cache is not None else {}
+                keys = [self._run_key(requests[i]) for i in chunk]
+                # With a cache, every key is the cache key, a str (``_run_key``).
+                cached = (
+                    self.cache.get_many(cast(list[str], keys)) if self.cache is not None else {}
+                )
                 for i, key in zip(chunk, keys):
                     if key in cached:
                         results[i] = replace(cached[key], extra=dict(cached[key].extra))

@@ -23,6 +23,8 @@ _NAME = r"[A-Z][A-Z0-9 ]{0,63}"
 SECTION_NAME = re.compile(_NAME)
 # The body ends at the matching END line; the newline before it is the writer's.
 _SECTION = re.compile(r"<<<BEGIN (" + _NAME + r")>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
+_BEGIN = "<<<BEGIN "
+_NAME_AFTER_BEGIN = re.compile("(" + _NAME + ")>>>\n")
 # '<' and '>' and their full-width and small-form look-alikes.
 _OPEN_RUN = re.compile("[<\uff1c\ufe64]{3,}")
 _CLOSE_RUN = re.compile("[>\uff1e\ufe65]{3,}")
@@ -47,5 +49,24 @@ def section(name: str, text: Any) -> str:
 
 
 def parse_sections(prompt: str) -> dict[str, str]:
-    """The sections of a rendered prompt, by name (``ANSWER``, ``CONTEXT 1``, ...)."""
-    return {name: body for name, body in _SECTION.findall(prompt)}
+    """The sections of a rendered prompt, by name (``ANSWER``, ``CONTEXT 1``, ...): what
+    ``_SECTION.findall`` finds, a later section of a name replacing an earlier one."""
+    # The same matches as the regular expression, found with str.find: the lazy body made the
+    # expression try every end position, the stub judge's largest cost on long prompts.
+    out: dict[str, str] = {}
+    at = prompt.find(_BEGIN)
+    while at >= 0:
+        name = _NAME_AFTER_BEGIN.match(prompt, at + len(_BEGIN))
+        if name is None:
+            at = prompt.find(_BEGIN, at + 1)
+            continue
+        body = name.end()
+        end = prompt.find(f"<<<END {name.group(1)}>>>", body)
+        if end < 0:
+            at = prompt.find(_BEGIN, at + 1)
+            continue
+        # The body's last newline is the writer's (``\n?`` before the END line).
+        stop = end - 1 if end > body and prompt[end - 1] == "\n" else end
+        out[name.group(1)] = prompt[body:stop]
+        at = prompt.find(_BEGIN, end + len(name.group(1)) + 10)
+    return out

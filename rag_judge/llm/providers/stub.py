@@ -187,10 +187,14 @@ def scripted(
 _MARKERS = re.compile(DEFAULT_CITATION_PATTERN)
 
 
-def _content_words(text: str) -> list[str]:
+def _words(text: str) -> list[str]:
     if "[" in text:  # a marker needs its bracket: most texts have none, and skip the scan
         text = _MARKERS.sub(" ", text)
-    return [w for w in _WORD.findall(text.casefold()) if w not in _STOPWORDS]
+    return _WORD.findall(text.casefold())
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _words(text) if w not in _STOPWORDS]
 
 
 def support(answer: str, evidence: Iterable[str]) -> float:
@@ -202,8 +206,22 @@ def support(answer: str, evidence: Iterable[str]) -> float:
     # One scan of all the evidence: NUL is neither a word character nor part of a citation
     # marker, so no word or marker spans two texts, and stopwords found do not matter (the
     # answer's words have none).
-    found = set(_content_words("\0".join(evidence)))
+    joined = "\0".join(evidence)
+    if joined.isascii():
+        # In ASCII, \w is [A-Za-z0-9_] and casefold is lower: with every other byte a space,
+        # a word is found where " word " is, a search at C speed instead of a set of words.
+        if "[" in joined:
+            joined = _MARKERS.sub(" ", joined)
+        padded = b" " + joined.encode().translate(_ASCII_WORDS) + b" "
+        return sum(f" {w} ".encode() in padded for w in words) / len(words)
+    found = set(_words(joined))
     return sum(w in found for w in words) / len(words)
+
+
+# Each byte to itself if it is an ASCII word character (lower-cased), else to a space.
+_ASCII_WORDS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or chr(c) == "_") else 32 for c in range(256)
+).lower()
 
 
 def lexical_support() -> Responder:
