@@ -27,12 +27,13 @@ from rag_judge.metrics.sacrebleu import (
     check_bleu_tokenizer,
     check_chrf_options,
     chrf_statistics,
-    corpus_bleu_from_rows,
-    corpus_chrf_from_rows,
+    corpus_bleu_from_sums,
+    corpus_chrf_from_sums,
     corpus_ter_from_rows,
     ter_statistics,
 )
 from rag_judge.report.model import Direction, MetricInfo, MetricKind, Signature
+from rag_judge.stats.bootstrap import SumStatistic
 
 __all__ = [
     "BLEU_AGGREGATE",
@@ -135,11 +136,13 @@ class BleuEvaluator(Evaluator):
         value = self.smooth_value
         if value is not None and float(f"{value:.2f}") != value:
             options["smooth_value"] = repr(value)
-        score = functools.partial(
-            corpus_bleu_from_rows,
-            smooth_method=self.smooth_method,
-            smooth_value=self.smooth_value,
-            effective_order=bool(self.effective_order),
+        score = SumStatistic(
+            functools.partial(
+                corpus_bleu_from_sums,
+                smooth_method=self.smooth_method,
+                smooth_value=self.smooth_value,
+                effective_order=bool(self.effective_order),
+            )
         )
         return Statistics(
             rows=stats.rows,
@@ -193,8 +196,10 @@ class ChrfEvaluator(Evaluator):
         return Statistics(
             rows=stats.rows,
             sentence=stats.sentence,
-            score=functools.partial(
-                corpus_chrf_from_rows, beta=self.beta, eps_smoothing=self.eps_smoothing
+            score=SumStatistic(
+                functools.partial(
+                    corpus_chrf_from_sums, beta=self.beta, eps_smoothing=self.eps_smoothing
+                )
             ),
             options={"corpus": f"[{stats.signature}]", "beta": str(self.beta)},
             description=CHRF_AGGREGATE,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,7 @@ from rag_judge.errors import ConfigError
 __all__ = [
     "CORRECTIONS",
     "EXACT_MAX",
+    "SumStatistic",
     "adjust_pvalues",
     "bootstrap_ci",
     "bootstrap_cis",
@@ -52,11 +55,43 @@ def bootstrap_ci(
             size = min(per_chunk, resamples - start)
             stats.append(flat[rng.integers(0, n, size=(size, n))].mean(axis=1))
         boot = np.concatenate(stats)
+    elif isinstance(statistic, SumStatistic) and _exact_sums(values):
+        # A resample's column sums are the draw counts times the rows: a product of n counts
+        # instead of a gather of n rows, and the same sums, exact in any order.
+        boot = np.empty(resamples)
+        for i in range(resamples):
+            counts = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
+            boot[i] = statistic.of_sums((counts @ values).tolist())
     else:
         boot = np.array([statistic(values[rng.integers(0, n, size=n)]) for _ in range(resamples)])
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class SumStatistic:
+    """A statistic of a set of rows that depends on their column sums alone (corpus BLEU,
+    chrF): ``of_sums`` maps the sums to the number. Over rows of integer counts the sums are
+    exact whatever the order of adding, which lets ``bootstrap_ci`` find a resample's sums
+    from its draw counts."""
+
+    of_sums: Callable[[list[float]], float]
+
+    def __call__(self, rows: NDArray[np.float64]) -> float:
+        if len(rows) == 0:
+            return math.nan
+        return self.of_sums(np.asarray(rows).sum(axis=0).tolist())
+
+
+def _exact_sums(values: NDArray[np.float64]) -> bool:
+    """Whether every sum of ``len(values)`` rows drawn from ``values`` is exact in float64:
+    finite integers whose largest possible column sum stays below 2**53."""
+    if values.ndim != 2 or not np.isfinite(values).all():
+        return False
+    return bool((values == np.floor(values)).all()) and (
+        len(values) * float(np.abs(values).max(initial=0.0)) < 2.0**53
+    )
 
 
 def bootstrap_cis(

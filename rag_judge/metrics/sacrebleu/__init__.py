@@ -12,12 +12,14 @@ from rag_judge.metrics.sacrebleu.bleu import (
     check_bleu_options,
     check_bleu_tokenizer,
     corpus_bleu_from_rows,
+    corpus_bleu_from_sums,
     sentence_bleu_from_rows,
 )
 from rag_judge.metrics.sacrebleu.chrf import (
     check_chrf_options,
     chrf_statistics,
     corpus_chrf_from_rows,
+    corpus_chrf_from_sums,
     sentence_chrf_from_rows,
 )
 from rag_judge.metrics.sacrebleu.rows import SacreStatistics, sacrebleu_rows
@@ -39,7 +41,9 @@ __all__ = [
     "check_chrf_options",
     "chrf_statistics",
     "corpus_bleu_from_rows",
+    "corpus_bleu_from_sums",
     "corpus_chrf_from_rows",
+    "corpus_chrf_from_sums",
     "corpus_ter_from_rows",
     "sacrebleu_rows",
     "sentence_bleu_from_rows",

@@ -34,6 +34,7 @@ __all__ = [
     "check_bleu_options",
     "check_bleu_tokenizer",
     "corpus_bleu_from_rows",
+    "corpus_bleu_from_sums",
     "sentence_bleu_from_rows",
 ]
 
@@ -230,3 +231,14 @@ def corpus_bleu_from_rows(
         return math.nan
     summed = np.asarray(rows).sum(axis=0).tolist()
     return _score(summed, smooth_method, smooth_value, effective_order)
+
+
+def corpus_bleu_from_sums(
+    sums: list[float],
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    effective_order: bool = False,
+) -> float:
+    """Corpus BLEU of the column sums of a set of rows (:func:`corpus_bleu_from_rows`, whose
+    sums these are)."""
+    return _score(sums, smooth_method, smooth_value, effective_order)

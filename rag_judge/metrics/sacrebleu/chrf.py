@@ -24,6 +24,7 @@ __all__ = [
     "check_chrf_options",
     "chrf_statistics",
     "corpus_chrf_from_rows",
+    "corpus_chrf_from_sums",
     "sentence_chrf_from_rows",
 ]
 
@@ -110,3 +111,9 @@ def corpus_chrf_from_rows(
     if len(rows) == 0:
         return math.nan
     return _chrf(np.asarray(rows).sum(axis=0).tolist(), beta, eps_smoothing)
+
+
+def corpus_chrf_from_sums(sums: list[float], beta: int = 2, eps_smoothing: bool = False) -> float:
+    """Corpus chrF of the column sums of a set of rows (:func:`corpus_chrf_from_rows`, whose
+    sums these are)."""
+    return _chrf(sums, beta, eps_smoothing)
