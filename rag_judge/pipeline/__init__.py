@@ -42,7 +42,7 @@ from rag_judge.pipeline.per_unit import (
     with_units,
 )
 from rag_judge.pipeline.running import stream
-from rag_judge.pipeline.summary import shared_intervals, summarize
+from rag_judge.pipeline.summary import summarize, summarize_run
 from rag_judge.report import write_report
 from rag_judge.report.model import (
     SAMPLES_FILE,
@@ -50,12 +50,10 @@ from rag_judge.report.model import (
     Failure,
     MetricInfo,
     MetricKind,
-    MetricSummary,
     Report,
     SampleFile,
     SampleResult,
     Signature,
-    Usage,
 )
 
 __all__ = ["Pipeline", "RunResult", "summarize"]
@@ -248,45 +246,10 @@ class Pipeline:
         cfg = self.config
         boot = cfg.bootstrap
         run = {"ci": f"bootstrap-{boot.resamples}@{boot.confidence:g}", "seed": cfg.seed}
-        signatures: dict[str, Signature] = {}
-        summary: dict[str, MetricSummary] = {}
-        usage = Usage()
-        averaged = {  # the means without a corpus statistic: their intervals found together
-            m: s.columns[m] for s in collected.steps for m in s.metrics if not s.has_corpus(m)
-        }
-        intervals = shared_intervals(
-            averaged, resamples=boot.resamples, confidence=boot.confidence, seed=cfg.seed
-        )
-        for step in collected.steps:
-            usage += step.usage
-            for metric in step.metrics:
-                signatures[metric] = step.signatures[metric].with_run(**run)
-                summary[metric] = summarize(
-                    step.columns[metric],
-                    resamples=boot.resamples,
-                    confidence=boot.confidence,
-                    seed=cfg.seed,
-                    corpus=step.corpus(metric),
-                    unscored=step.unscored.get(metric, 0),
-                    not_applicable=step.not_applicable.get(metric, 0),
-                    info=step.info.get(metric),
-                    ci=intervals.get(metric),
-                )
-        for unit in units:  # after the per-sample metrics: the samples' columns come first
-            usage += unit.step.usage
-            for metric in unit.step.metrics:
-                signatures[unit.name(metric)] = unit.signature(metric, **run)
-                summary[unit.name(metric)] = summarize(
-                    unit.step.columns[metric],
-                    resamples=boot.resamples,
-                    confidence=boot.confidence,
-                    seed=cfg.seed,
-                    corpus=unit.step.corpus(metric),
-                    unscored=unit.step.unscored.get(metric, 0),
-                    not_applicable=unit.step.not_applicable.get(metric, 0),
-                    info=unit.step.info.get(metric),
-                    clusters=unit.clusters,
-                )
+        signatures, summary, usage = summarize_run(
+            collected.steps, units, resamples=boot.resamples, confidence=boot.confidence,
+            seed=cfg.seed, run=run,
+        )  # fmt: skip
         n = collected.steps[0].n if collected.steps else max((u.samples for u in units), default=0)
         thresholds = unit_thresholds(cfg.thresholds, cfg.gates)
         results = with_units(collected.results(source, cfg.chunk_size), units, thresholds)

@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.evaluators.base import CorpusStatistic
-from rag_judge.report.model import Failure, FailureKind, MetricInfo, MetricSummary
+from rag_judge.pipeline.collect import Step
+from rag_judge.pipeline.per_unit import UnitStep
+from rag_judge.report.model import (
+    Failure,
+    FailureKind,
+    MetricInfo,
+    MetricSummary,
+    Signature,
+    Usage,
+)
 from rag_judge.report.samples import Column
 from rag_judge.stats import bootstrap_ci, bootstrap_cis, clustered_bootstrap_ci
 
-__all__ = ["shared_intervals", "summarize"]
+__all__ = ["shared_intervals", "summarize", "summarize_run"]
 
 
 def summarize(
@@ -111,3 +121,54 @@ def _interval(
     return clustered_bootstrap_ci(
         rows, labels, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
     )
+
+
+def summarize_run(
+    steps: Sequence[Step],
+    units: Sequence[UnitStep],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    run: dict[str, Any],
+) -> tuple[dict[str, Signature], dict[str, MetricSummary], Usage]:
+    """Every metric's signature (with the run's options ``run``) and summary, and the usage
+    summed: the steps' per-sample metrics first, then the units'."""
+    signatures: dict[str, Signature] = {}
+    summary: dict[str, MetricSummary] = {}
+    usage = Usage()
+    averaged = {  # the means without a corpus statistic: their intervals found together
+        m: s.columns[m] for s in steps for m in s.metrics if not s.has_corpus(m)
+    }
+    intervals = shared_intervals(averaged, resamples=resamples, confidence=confidence, seed=seed)
+    for step in steps:
+        usage += step.usage
+        for metric in step.metrics:
+            signatures[metric] = step.signatures[metric].with_run(**run)
+            summary[metric] = summarize(
+                step.columns[metric],
+                resamples=resamples,
+                confidence=confidence,
+                seed=seed,
+                corpus=step.corpus(metric),
+                unscored=step.unscored.get(metric, 0),
+                not_applicable=step.not_applicable.get(metric, 0),
+                info=step.info.get(metric),
+                ci=intervals.get(metric),
+            )
+    for unit in units:
+        usage += unit.step.usage
+        for metric in unit.step.metrics:
+            signatures[unit.name(metric)] = unit.signature(metric, **run)
+            summary[unit.name(metric)] = summarize(
+                unit.step.columns[metric],
+                resamples=resamples,
+                confidence=confidence,
+                seed=seed,
+                corpus=unit.step.corpus(metric),
+                unscored=unit.step.unscored.get(metric, 0),
+                not_applicable=unit.step.not_applicable.get(metric, 0),
+                info=unit.step.info.get(metric),
+                clusters=unit.clusters,
+            )
+    return signatures, summary, usage
