@@ -164,11 +164,11 @@ class JudgeEngine(CallRunner):
         the time of the SHA-256 of its JSON."""
         if self.cache is not None or self.batch:
             return self.key(request)
-        schema = request.json_schema
-        frozen = None if schema is None else json.dumps(schema, sort_keys=True)
-        # With its type, as JSON tells 0 from 0.0 and True from 1.
-        scalars = [(type(v), v) for v in map(request.__getattribute__, _SCALARS)]
-        return (request.messages, frozen, *scalars)
+        # The other fields as the fingerprint writes them (JSON tells 0 from 0.0, -0.0 from
+        # 0.0 and True from 1, and writes a list as a tuple).
+        rest = {f: getattr(request, f) for f in _SCALARS}
+        rest["json_schema"] = request.json_schema
+        return (tuple(request.messages), json.dumps(rest, sort_keys=True, ensure_ascii=False))
 
     # ---- running -------------------------------------------------------------------------
 

@@ -87,6 +87,11 @@ INPUTS = "{% block inputs %}{{ section('ANSWER', answer) }}{% endblock %}\n"
         # a namespace one block could change for another
         (BASE + "{% set ns = namespace(n=0) %}{% block instructions %}{{ ns.n }}{% endblock %}"
          "{% block inputs %}{% set ns.n = 1 %}{{ answer }}{% endblock %}", False),
+        # a stateful object made outside the blocks, shared by the prompts if it were split
+        (BASE + '{% set c = cycler("x", "y") %}'
+         "{% block inputs %}{{ c.next() }}{{ answer }}{% endblock %}", False),
+        (BASE + "{% block task %}{% set c = cycler(1, 2) %}{{ c.next() }}{% endblock %}" + INPUTS,
+         True),
         # a block inside a block
         (BASE + "{% block task %}{% block inputs %}{{ answer }}{% endblock %}{% endblock %}",
          False),
@@ -147,3 +152,56 @@ def test_a_users_template_with_super_and_a_macro_is_split(tmp_path: Path) -> Non
         variables = sample_variables(rubric, Sample(id="s", question="q", answer=answer))
         assert renderer.render(rubric, variables) == plain.render(rubric, variables)
         assert "MINE" in renderer.render(rubric, variables)[1].content
+
+
+def test_a_block_that_calls_lipsum_is_rendered_per_prompt(tmp_path: Path) -> None:
+    source = BASE + "{% block task %}{{ lipsum(1) }}{% endblock %}" + INPUTS
+    (tmp_path / "mine.j2").write_text(source)
+    rubric = Rubric(name="mine", template="mine.j2", inputs=("answer",))
+    cut = PromptRenderer([tmp_path])._prepared(rubric)[3]
+    assert cut is not None and set(cut.shown) == {"task", "inputs"}
+
+
+PARENTS = [
+    # a block inside a with, a loop or a filter sees what they set or does what they do
+    ('{% with x = "X" %}{% block inputs scoped %}{% endblock %}{% endwith %}',
+     "{% block inputs %}{{ x }} {{ answer }}{% endblock %}", False),
+    ("{% for i in range(1) %}{% block inputs scoped %}{% endblock %}{% endfor %}",
+     "{% block inputs %}{{ loop.index }}:{{ answer }}{% endblock %}", False),
+    ("Head {% filter lower %}{% block inputs %}{% endblock %}{% endfilter %}",
+     "{% block inputs %}{{ answer }}{% endblock %}", False),
+    # a name set after the block is not seen by it
+    ('{% block inputs %}{% endblock %}{% set note = "N" %}',
+     "{% block inputs %}{% if note is defined %}{{ note }}{% endif %}{{ answer }}{% endblock %}",
+     True),
+    ('{% block inputs %}{% endblock %}{% import "_sections.j2" as s %}',
+     "{% block inputs %}{{ s.answer_section(answer) }}{% endblock %}", True),
+    # a generator made at the top level: the first prompt would use it up
+    ('{% set g = "xyz"|select %}{% block inputs %}{% endblock %}',
+     "{% block inputs %}[{{ g|join }}]{{ answer }}{% endblock %}", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("parent", "child", "splits"), PARENTS)
+def test_a_parents_scopes_and_order_render_as_whole(
+    tmp_path: Path, parent: str, child: str, splits: bool
+) -> None:
+    (tmp_path / "p.j2").write_text(parent)
+    (tmp_path / "mine.j2").write_text('{% extends "p.j2" %}' + child)
+    rubric = Rubric(name="mine", template="mine.j2", inputs=("answer",))
+    renderer = PromptRenderer([tmp_path])
+    assert (renderer._prepared(rubric)[3] is not None) == splits
+    plain = whole()
+    plain.env.loader = renderer.env.loader
+    plain.search_path = renderer.search_path
+    for answer in ["Because\n  X", "again"]:  # twice: nothing carried from one to the next
+        variables = sample_variables(rubric, Sample(id="s", question="q", answer=answer))
+        assert outcome(renderer, rubric, variables) == outcome(plain, rubric, variables)
+
+
+def test_a_block_with_the_random_filter_is_rendered_per_prompt(tmp_path: Path) -> None:
+    source = BASE + "{% block task %}{{ range(100000) | random }}{% endblock %}" + INPUTS
+    (tmp_path / "mine.j2").write_text(source)
+    rubric = Rubric(name="mine", template="mine.j2", inputs=("answer",))
+    cut = PromptRenderer([tmp_path])._prepared(rubric)[3]
+    assert cut is not None and set(cut.shown) == {"task", "inputs"}

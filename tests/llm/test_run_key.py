@@ -22,13 +22,13 @@ REQUESTS = st.builds(
         min_size=1,
         max_size=2,
     ).map(tuple),
-    temperature=st.sampled_from([0.0, 0.5, 0]),
+    temperature=st.sampled_from([0.0, 0.5, 0, -0.0, float("nan")]),
     seed=st.sampled_from([None, 0, 1]),
     max_tokens=st.sampled_from([16, 512]),
     json_schema=st.sampled_from(_SCHEMAS),
     top_logprobs=st.sampled_from([None, 5]),
     n=st.sampled_from([1, 2, True]),
-    score_labels=st.sampled_from([None, ("1", "2")]),
+    score_labels=st.sampled_from([None, ("1", "2"), ["1", "2"]]),
 )
 
 
