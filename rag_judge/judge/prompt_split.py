@@ -62,13 +62,17 @@ class Split:
     blocks: dict[str, list[Block]]
     top: dict[str, dict[str, Any]]  # per block, the top-level names set where it stands
     bound: frozenset[str]
+    globals: dict[str, Any]  # the template's, copied once from its chain of mappings
 
     def fits(self, variables: Mapping[str, Any]) -> bool:
         """Whether a prompt with ``variables`` renders to the same text split."""
         return self.bound.isdisjoint(variables)
 
     def render(self, template: jinja2.Template, variables: Mapping[str, Any]) -> str:
-        context = template.new_context(dict(variables))
+        # What template.new_context makes, less a copy of the globals' ChainMap per prompt.
+        parent = {**self.globals, **variables}
+        env = template.environment
+        context = env.context_class(env, parent, template.name, {}, globals=self.globals)
         context.blocks = self.blocks  # read, never changed, by a block's render
         out = [self.pieces[0]]
         for name, piece in zip(self.shown, self.pieces[1:], strict=True):
@@ -110,7 +114,7 @@ def split(
         blocks[name] = [*own[name][:1], *blocks[name][1:]]
     # A prompt's variable named as one of the rubric's renders whole (and fails there).
     names = bound | frozenset(variables)
-    return Split(tuple(pieces), tuple(shown), blocks, top, names)
+    return Split(tuple(pieces), tuple(shown), blocks, top, names, dict(template.globals))
 
 
 def _marker(mark: str, top: dict[str, Any], context: jinja2.runtime.Context) -> Iterator[str]:

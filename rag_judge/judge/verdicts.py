@@ -114,6 +114,19 @@ def parse_verdict(text: str) -> JudgeVerdict | Unscored:
     """Read one judge reply. Never raises; a reply without a usable score is ``Unscored``."""
     if not text or not text.strip():
         return Unscored(reason="empty reply", raw=text)
+    # A reply that is one JSON object with a score, the usual one: what the search below would
+    # find first (the whole reply, at offset 0, nothing cut off), without scanning it.
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict) and _score_key(whole) is not None:
+        return _from_object(whole, text, 0)
+    return _searched(text)
+
+
+def _searched(text: str) -> JudgeVerdict | Unscored:
+    """A non-empty reply read by searching it for a JSON object with a score, else prose."""
     complete, cut = scan(text)
     obj, offset = _find_object(text, complete, cut)
     if obj is not None:

@@ -30,6 +30,8 @@ MAX_RETRY_DELAY = 8.0
 # quota, typically) is not worth blocking the run on, so the call fails with that reason.
 MAX_RETRY_AFTER = 60.0
 
+# asyncio.timeout (Python 3.11+); before it, asyncio.wait_for.
+_TIMEOUT = getattr(asyncio, "timeout", None)
 log = logging.getLogger("rag_judge.llm.engine")  # the engine's log, as before the split
 Result = Completion | LLMError
 
@@ -70,6 +72,9 @@ class CallRunner:
         try:
             if self.timeout is None:
                 return await self.client.complete(request)
+            if _TIMEOUT is not None:  # the call stays in this task: no task of its own per call
+                async with _TIMEOUT(self.timeout):
+                    return await self.client.complete(request)
             return await asyncio.wait_for(self.client.complete(request), self.timeout)
         except LLMError as exc:
             return exc

@@ -50,6 +50,7 @@ _STOPWORD_TEXT = (
     "this to was we were what when where which who whom why will with you your"
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_ASCII_STOPWORDS = frozenset(w.encode() for w in _STOPWORDS)
 
 
 class StubClient:
@@ -200,22 +201,31 @@ def _content_words(text: str) -> list[str]:
 def support(answer: str, evidence: Iterable[str]) -> float:
     """Share of the answer's content words (stopwords and citation markers dropped) found in
     the evidence, in [0, 1]; 0 for an answer with no content words."""
-    words = _content_words(answer)
-    if not words:
-        return 0.0
     # One scan of all the evidence: NUL is neither a word character nor part of a citation
     # marker, so no word or marker spans two texts, and stopwords found do not matter (the
     # answer's words have none).
     joined = "\0".join(evidence)
-    if joined.isascii():
+    if answer.isascii() and joined.isascii():
         # In ASCII, \w is [A-Za-z0-9_] and casefold is lower: with every other byte a space,
-        # a word is found where " word " is, a search at C speed instead of a set of words.
-        if "[" in joined:
-            joined = _MARKERS.sub(" ", joined)
-        padded = b" " + joined.encode().translate(_ASCII_WORDS) + b" "
-        return sum(f" {w} ".encode() in padded for w in words) / len(words)
+        # the words are what split() gives, and a word is in the evidence where " word " is
+        # (a search at C speed instead of a set of words).
+        said = [w for w in _ascii_words(answer).split() if w not in _ASCII_STOPWORDS]
+        if not said:
+            return 0.0
+        padded = b" " + _ascii_words(joined) + b" "
+        return sum(b" " + w + b" " in padded for w in said) / len(said)
+    words = _content_words(answer)
+    if not words:
+        return 0.0
     found = set(_words(joined))
     return sum(w in found for w in words) / len(words)
+
+
+def _ascii_words(text: str) -> bytes:
+    """An ASCII text's words, lower-cased and apart: every other byte a space."""
+    if "[" in text:
+        text = _MARKERS.sub(" ", text)
+    return text.encode().translate(_ASCII_WORDS)
 
 
 # Each byte to itself if it is an ASCII word character (lower-cased), else to a space.
