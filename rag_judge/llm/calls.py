@@ -89,7 +89,7 @@ class CallRunner:
         return await self._call("", request, bar, usage)
 
     async def _pooled(
-        self, pool: ProcessPool, key: object, request: CompletionRequest, bar: progress.Task
+        self, pool: ProcessPool, key: str, request: CompletionRequest, bar: progress.Task
     ) -> Result:
         """One call made by a worker process: its usage added here, its completion cached."""
         result, counted = await pool.call(request)
@@ -103,20 +103,16 @@ class CallRunner:
             await self._store(key, result)
         return result
 
-    async def _store(self, key: object, result: Completion) -> None:
+    async def _store(self, key: str, result: Completion) -> None:
         # With a cache, a run's key is the cache key (``JudgeEngine._run_key``).
-        assert self.cache is not None and isinstance(key, str)
+        assert self.cache is not None
         try:
             await self.cache.store(key, result)
         except Exception as exc:  # a full disk costs a rerun, not this run
             log.warning("could not cache a completion: %s", exc)
 
     async def _call(
-        self,
-        key: object,
-        request: CompletionRequest,
-        bar: progress.Task,
-        usage: Usage | None = None,
+        self, key: str, request: CompletionRequest, bar: progress.Task, usage: Usage | None = None
     ) -> Result:
         semaphore, limiter = self._loop_state()
         estimate = request_tokens(request)

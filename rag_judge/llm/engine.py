@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from rag_judge import _progress as progress
 from rag_judge._async import run_sync
@@ -50,8 +50,8 @@ _CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``
 _SCALARS = tuple(
     f.name for f in fields(CompletionRequest) if f.name not in ("messages", "json_schema")
 )
-# A run's key of a request: the cache key (a str) or, without a cache, a tuple of its fields.
-RunKey = str | tuple[Any, ...]
+# A run's key of a request: the cache key or, without a cache, its fields written out.
+RunKey = str
 
 Result = Completion | LLMError
 
@@ -160,15 +160,19 @@ class JudgeEngine(CallRunner):
 
     def _run_key(self, request: CompletionRequest) -> RunKey:
         """What identical requests share in a run: the cache key (also a batch line's id), or
-        without a cache and a batch the request's fields themselves, which hash in a tenth of
-        the time of the SHA-256 of its JSON."""
+        without a cache and a batch the request's fields written out, without escaping the
+        messages into JSON or hashing the whole through SHA-256 (a tenth of the cost)."""
         if self.cache is not None or self.batch:
             return self.key(request)
         # The other fields as the fingerprint writes them (JSON tells 0 from 0.0, -0.0 from
-        # 0.0 and True from 1, and writes a list as a tuple).
+        # 0.0 and True from 1, and writes a list as a tuple), then each message with its
+        # length, so no two lists of messages run together into one text. One str: its hash is
+        # computed once, where a tuple of messages hashes them again on every lookup.
         rest = {f: getattr(request, f) for f in _SCALARS}
         rest["json_schema"] = request.json_schema
-        return (tuple(request.messages), json.dumps(rest, sort_keys=True, ensure_ascii=False))
+        parts = [json.dumps(rest, sort_keys=True, ensure_ascii=False)]
+        parts += [f"\n{m.role} {len(m.content)} {m.content}" for m in request.messages]
+        return "".join(parts)
 
     # ---- running -------------------------------------------------------------------------
 
@@ -188,7 +192,7 @@ class JudgeEngine(CallRunner):
         followers: dict[RunKey, list[int]] = defaultdict(list)
         settled: dict[RunKey, Result] = {}
         tasks: list[asyncio.Task[None]] = []
-        batched: list[tuple[int, Any]] = []  # with a batch client: sent together at the end
+        batched: list[tuple[int, str]] = []  # with a batch client: sent together at the end
 
         def follow(j: int, result: Result) -> None:
             # An identical request: the one call made for its leader serves it too.
@@ -225,10 +229,8 @@ class JudgeEngine(CallRunner):
             for start in range(0, len(requests), _CHUNK):
                 chunk = range(start, min(start + _CHUNK, len(requests)))
                 keys = [self._run_key(requests[i]) for i in chunk]
-                # With a cache, every key is the cache key, a str (``_run_key``).
-                cached = (
-                    self.cache.get_many(cast(list[str], keys)) if self.cache is not None else {}
-                )
+                # With a cache, every key is the cache key (``_run_key``).
+                cached = self.cache.get_many(keys) if self.cache is not None else {}
                 for i, key in zip(chunk, keys):
                     if key in cached:
                         results[i] = replace(cached[key], extra=dict(cached[key].extra))
