@@ -46,12 +46,8 @@ __all__ = [
 ]
 
 _CHUNK = 256  # requests keyed and looked up in the cache at a time (see ``run``)
-# The fields of a request besides its messages and schema, all hashable.
-_SCALARS = tuple(
-    f.name for f in fields(CompletionRequest) if f.name not in ("messages", "json_schema")
-)
-# A run's key of a request: the cache key or, without a cache, its fields written out.
-RunKey = str
+# The fields of a request besides its messages (written out apart in a run's key).
+_SCALARS = tuple(f.name for f in fields(CompletionRequest) if f.name != "messages")
 
 Result = Completion | LLMError
 
@@ -158,7 +154,7 @@ class JudgeEngine(CallRunner):
         c = self.client
         return request.fingerprint(provider=c.provider, model=c.model, base_url=c.base_url)
 
-    def _run_key(self, request: CompletionRequest) -> RunKey:
+    def _run_key(self, request: CompletionRequest) -> str:
         """What identical requests share in a run: the cache key (also a batch line's id), or
         without a cache and a batch the request's fields written out, without escaping the
         messages into JSON or hashing the whole through SHA-256 (a tenth of the cost)."""
@@ -169,7 +165,6 @@ class JudgeEngine(CallRunner):
         # length, so no two lists of messages run together into one text. One str: its hash is
         # computed once, where a tuple of messages hashes them again on every lookup.
         rest = {f: getattr(request, f) for f in _SCALARS}
-        rest["json_schema"] = request.json_schema
         parts = [json.dumps(rest, sort_keys=True, ensure_ascii=False)]
         parts += [f"\n{m.role} {len(m.content)} {m.content}" for m in request.messages]
         return "".join(parts)
@@ -188,9 +183,9 @@ class JudgeEngine(CallRunner):
         self._check_open()
         results: list[Result | None] = [None] * len(requests)
         bar = progress.task(label, len(requests), "calls")
-        started: set[RunKey] = set()  # keys whose one call is under way or done
-        followers: dict[RunKey, list[int]] = defaultdict(list)
-        settled: dict[RunKey, Result] = {}
+        started: set[str] = set()  # keys whose one call is under way or done
+        followers: dict[str, list[int]] = defaultdict(list)
+        settled: dict[str, Result] = {}
         tasks: list[asyncio.Task[None]] = []
         batched: list[tuple[int, str]] = []  # with a batch client: sent together at the end
 
@@ -204,7 +199,7 @@ class JudgeEngine(CallRunner):
                 results[j] = replace(result, cached=True, extra=dict(result.extra))
             bar.update(done=1, cached=1, failed=isinstance(result, LLMError))
 
-        async def settle(i: int, key: RunKey) -> None:
+        async def settle(i: int, key: str) -> None:
             if pool is None:
                 result = await self._call(key, requests[i], bar)
             else:
