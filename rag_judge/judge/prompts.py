@@ -198,8 +198,8 @@ class _Template(jinja2.Template):
 class PromptRenderer:
     """Loads and renders rubric templates from user folders first, then the shipped prompts."""
 
-    # Render a template's fixed text once and only its ``inputs`` block per prompt, where the
-    # template allows (rag_judge.judge.prompt_split); False renders every prompt whole.
+    # Render a template's fixed text once and per prompt only the blocks that show the sample,
+    # where the template allows (rag_judge.judge.prompt_split); False renders every prompt whole.
     splits = True
 
     def __init__(self, template_dirs: Sequence[str | Path] = ()) -> None:

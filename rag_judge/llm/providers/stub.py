@@ -188,10 +188,14 @@ def scripted(
 _MARKERS = re.compile(DEFAULT_CITATION_PATTERN)
 
 
-def _words(text: str) -> list[str]:
+def _unmarked(text: str) -> str:
     if "[" in text:  # a marker needs its bracket: most texts have none, and skip the scan
         text = _MARKERS.sub(" ", text)
-    return _WORD.findall(text.casefold())
+    return text
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_unmarked(text).casefold())
 
 
 def _content_words(text: str) -> list[str]:
@@ -223,9 +227,7 @@ def support(answer: str, evidence: Iterable[str]) -> float:
 
 def _ascii_words(text: str) -> bytes:
     """An ASCII text's words, lower-cased and apart: every other byte a space."""
-    if "[" in text:
-        text = _MARKERS.sub(" ", text)
-    return text.encode().translate(_ASCII_WORDS)
+    return _unmarked(text).encode().translate(_ASCII_WORDS)
 
 
 # Each byte to itself if it is an ASCII word character (lower-cased), else to a space.

@@ -230,7 +230,7 @@ def corpus_bleu_from_rows(
     if len(rows) == 0:
         return math.nan
     summed = np.asarray(rows).sum(axis=0).tolist()
-    return _score(summed, smooth_method, smooth_value, effective_order)
+    return corpus_bleu_from_sums(summed, smooth_method, smooth_value, effective_order)
 
 
 def corpus_bleu_from_sums(

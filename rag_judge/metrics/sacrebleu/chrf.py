@@ -110,7 +110,7 @@ def corpus_chrf_from_rows(
     """
     if len(rows) == 0:
         return math.nan
-    return _chrf(np.asarray(rows).sum(axis=0).tolist(), beta, eps_smoothing)
+    return corpus_chrf_from_sums(np.asarray(rows).sum(axis=0).tolist(), beta, eps_smoothing)
 
 
 def corpus_chrf_from_sums(sums: list[float], beta: int = 2, eps_smoothing: bool = False) -> float:
