@@ -15,7 +15,7 @@ if ! "$PY" -c "import bert_score, openai, pydantic, rapidfuzz" 2>/dev/null; then
         --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 OUT=${OUT:-gpu_check_out}
 mkdir -p "$OUT"
 if command -v nvidia-smi >/dev/null; then

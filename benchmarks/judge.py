@@ -152,6 +152,8 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 expected = texts if expected is None else expected
                 assert texts == expected and None not in texts, f"{side}: other answers"
                 runs[side].append((wall, cpu))
+                # Progress on stderr: a run cut short by a time limit still shows its sides.
+                print(f"round {rep + 1} {side}: {wall:.3f} s", file=sys.stderr, flush=True)
         # Each reference side sent n + 1 requests (its warm-up); the engines' own from usage.
         seen = stats(url)["requests"] if args.server_processes == 1 else None
         references = 2 * args.repeat * (args.n + 1)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BertTokenizerFiles", "eligible", "load_model", "load_tokenizer"]
+__all__ = ["BertTokenizerFiles", "eligible", "load_gpu_model", "load_model", "load_tokenizer"]
 
 _TOKENIZER_CLASSES = {None, "BertTokenizer", "BertTokenizerFast"}
 _HUGE = 100_000  # transformers' "no limit" sentinel is far above any real model length
@@ -152,22 +152,47 @@ def load_model(folder: Path, layer: int) -> Any | None:
     """The encoder cut at ``layer``, fp32 on the CPU, its layers fused and packed; None when the
     weight file lacks a tensor this needs (the caller then loads through transformers)."""
     import torch
-    from safetensors.torch import load_file
 
     from rag_judge.metrics.bertscore import cpu
 
     if not cpu.can_pack():
         return None
-    config = _json(folder / "config.json")
-    weights = load_file(str(folder / "model.safetensors"))
-    for prefix in ("bert.", "model."):  # task checkpoints keep the encoder under a prefix
-        if f"{prefix}embeddings.word_embeddings.weight" in weights:
-            weights = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+    config, weights = _checkpoint(folder)
     try:
         with cpu.threads_for(0):  # one reorder per weight: small work
             return _build(torch, cpu, config, weights, layer).eval()
     except (KeyError, ValueError, TypeError):
         return None
+
+
+def load_gpu_model(folder: Path, layer: int, device: str, dtype: Any) -> Any | None:
+    """The encoder cut at ``layer`` on ``device`` (a GPU; any torch device works) in ``dtype``
+    (a torch dtype) as :class:`~rag_judge.metrics.bertscore.gpu.GpuBert`; None when the weight
+    file is not fp32 or lacks a tensor this needs (the caller then loads through
+    transformers)."""
+    import torch
+
+    from rag_judge.metrics.bertscore import gpu
+
+    config, weights = _checkpoint(folder)
+    if any(t.dtype != torch.float32 for t in weights.values() if t.is_floating_point()):
+        return None  # transformers' own loading decides how other dtypes convert
+    try:
+        model = gpu.build(config, weights, layer, device, dtype)
+    except (KeyError, ValueError, TypeError):
+        return None
+    return model.eval()
+
+
+def _checkpoint(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """config.json and the encoder's tensors from model.safetensors, task prefix removed."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    for prefix in ("bert.", "model."):  # task checkpoints keep the encoder under a prefix
+        if f"{prefix}embeddings.word_embeddings.weight" in weights:
+            weights = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+    return _json(folder / "config.json"), weights
 
 
 def _build(torch: Any, cpu: Any, config: dict[str, Any], w: dict[str, Any], layer: int) -> Any:

@@ -187,7 +187,8 @@ class ModelStore:
     Models are kept per (folder, layer, device, dtype), tokenizers per folder, fingerprints per
     (path, size, mtime) of the model's files; ``stats.model_loads`` counts model loads.
     A BERT folder that :func:`fastbert.eligible` accepts loads without transformers (its
-    tokenizer always, its model on the CPU in fp32) unless ``fast`` is False.
+    tokenizer always, its model on the CPU in fp32 and on a GPU in any dtype) unless ``fast``
+    is False.
     """
 
     def __init__(self, stats: LoadCounter | None = None, fast: bool = True) -> None:
@@ -280,10 +281,11 @@ class ModelStore:
     def model(self, files: ModelFiles, layer: int, device: str, dtype: str) -> Any:
         """The model cut at ``layer``, on ``device`` (resolved: cpu, cuda, cuda:N) in ``dtype``
         (fp32, fp16, bf16), in inference mode; on the CPU in fp32, sped up with the same
-        arithmetic (:func:`rag_judge.metrics.bertscore.cpu.speed_up`)."""
+        arithmetic (:func:`rag_judge.metrics.bertscore.cpu.speed_up`), and on a GPU a BERT folder
+        as :class:`~rag_judge.metrics.bertscore.gpu.GpuBert` (less Python per forward pass)."""
         cache_key = (str(files.folder), layer, device, dtype)
-        if cache_key not in self._models and device == "cpu" and dtype == "fp32":
-            fast = self._fast_model(files, layer)
+        if cache_key not in self._models and (device != "cpu" or dtype == "fp32"):
+            fast = self._fast_model(files, layer, device, dtype)
             if fast is not None:
                 self._models[cache_key] = fast
                 if self.stats is not None:
@@ -312,8 +314,9 @@ class ModelStore:
                 self.stats.model_loads += 1
         return self._models[cache_key]
 
-    def _fast_model(self, files: ModelFiles, layer: int) -> Any | None:
-        """The model through :mod:`fastbert`, or None where it does not apply."""
+    def _fast_model(self, files: ModelFiles, layer: int, device: str, dtype: str) -> Any | None:
+        """The model through :mod:`fastbert` (the CPU's fused layers, or a GPU's
+        :class:`~rag_judge.metrics.bertscore.gpu.GpuBert`), or None where it does not apply."""
         if not self.eligible(files.folder):
             return None
         from rag_judge.metrics.bertscore import fastbert
@@ -322,7 +325,10 @@ class ModelStore:
         if depth is None:
             return None
         check_layer(layer, depth, files.name)
-        return fastbert.load_model(files.folder, layer)
+        if device == "cpu":
+            return fastbert.load_model(files.folder, layer)
+        torch = import_torch(transformers=False)
+        return fastbert.load_gpu_model(files.folder, layer, device, getattr(torch, DTYPES[dtype]))
 
 
 def _keep_layers(model: Any, layer: int, name: str) -> None:
