@@ -26,6 +26,7 @@ from rag_judge.resources import BUSY_TIMEOUT, cache_dir, use_wal, when_unlocked
 
 __all__ = ["BUSY_TIMEOUT", "CacheOption", "SqliteCache", "cache_file"]
 
+Row = tuple[str, str, float]  # (key, completion as JSON, time stored)
 # A judge's ``cache`` option: "default" (the cache every config shares), a file, or None (off).
 CacheOption = Literal["default"] | Path | None
 
@@ -72,6 +73,17 @@ def _set_up(conn: sqlite3.Connection) -> None:
 def _retrieved(future: asyncio.Future[None]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+def _settle(written: asyncio.Future[None], done: asyncio.Future[None]) -> None:
+    """``done`` as the writer's future ended (it is never cancelled: only the cache holds it)."""
+    if done.done():  # its loop shut down meanwhile
+        return
+    error = written.exception()
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
 
 
 def _encode(completion: Completion) -> str:
@@ -148,9 +160,11 @@ class SqliteCache:
             except BaseException:
                 self._conn.close()
                 raise
-        self._writer: BackgroundWriter[tuple[str, str, float]] = BackgroundWriter(
+        self._writer: BackgroundWriter[Row] = BackgroundWriter(
             self._commit, name="rag-judge-cache"
         )
+        # Per event loop, the rows stored during its current turn and the future they share.
+        self._turns: dict[asyncio.AbstractEventLoop, tuple[list[Row], asyncio.Future[None]]] = {}
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -188,15 +202,31 @@ class SqliteCache:
         thread between two calls; rows that queue up meanwhile share one transaction."""
         self._check_writable()
         row = (key, _encode(completion), time.time())
-        written = asyncio.wrap_future(self._writer.submit([row]))
-        written.add_done_callback(_retrieved)  # a cancelled caller leaves no unread error
-        await asyncio.shield(written)  # one cancelled caller must not cancel the write
+        loop = asyncio.get_running_loop()
+        turn = self._turns.get(loop)
+        if turn is None:
+            # The rows of one loop turn go to the writer together, under one future: a handoff
+            # between threads per row cost the loop more than the row itself.
+            turn = self._turns[loop] = ([], loop.create_future())
+            turn[1].add_done_callback(_retrieved)  # a cancelled caller leaves no unread error
+            loop.call_soon(self._hand_over, loop)
+        turn[0].append(row)
+        await asyncio.shield(turn[1])  # one cancelled caller must not cancel the write
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        rows, done = self._turns.pop(loop)
+        try:
+            written = asyncio.wrap_future(self._writer.submit(rows), loop=loop)
+        except Exception as exc:  # a closed cache: each waiting store raises it
+            done.set_exception(exc)
+            return
+        written.add_done_callback(lambda w: _settle(w, done))
 
     def _check_writable(self) -> None:
         if self.read_only:
             raise RuntimeError(f"{self!r} was opened read-only (SqliteCache.existing)")
 
-    def _commit(self, rows: list[tuple[str, str, float]]) -> None:
+    def _commit(self, rows: list[Row]) -> None:
         with self._lock:
             self._conn.execute("BEGIN")
             try:

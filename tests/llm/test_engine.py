@@ -347,6 +347,35 @@ def test_store_commits_off_the_loop_before_it_returns(tmp_path: Path) -> None:
     reader.close()
 
 
+def test_stores_of_one_loop_turn_share_one_hand_over_to_the_writer(tmp_path: Path) -> None:
+    cache = SqliteCache(tmp_path / "c.sqlite")
+    handed: list[int] = []
+    submit = cache._writer.submit
+    cache._writer.submit = lambda rows: (handed.append(len(rows)), submit(rows))[1]  # type: ignore[method-assign]
+    done = [Completion(choices=[f"verdict {i}"]) for i in range(50)]
+
+    async def main() -> None:
+        await asyncio.gather(*(cache.store(f"k{i}", done[i]) for i in range(50)))  # one turn
+        await cache.store("alone", done[0])  # a later turn: its own hand-over
+
+    asyncio.run(main())
+    assert handed == [50, 1] and len(cache) == 51
+
+    def failing(rows: list[object]) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    cache._writer._write = failing  # type: ignore[assignment]
+
+    async def both() -> list[object]:
+        stores = (cache.store(f"x{i}", done[i]) for i in range(2))
+        return await asyncio.gather(*stores, return_exceptions=True)
+
+    errors = asyncio.run(both())
+    assert handed[-1] == 2 and all(isinstance(e, sqlite3.OperationalError) for e in errors)
+    assert len(cache) == 51
+    cache.close()
+
+
 def test_a_cache_that_cannot_write_costs_a_rerun_not_the_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
