@@ -160,9 +160,7 @@ class SqliteCache:
             except BaseException:
                 self._conn.close()
                 raise
-        self._writer: BackgroundWriter[Row] = BackgroundWriter(
-            self._commit, name="rag-judge-cache"
-        )
+        self._writer: BackgroundWriter[Row] = BackgroundWriter(self._commit, name="rag-judge-cache")
         # Per event loop, the rows stored during its current turn and the future they share.
         self._turns: dict[asyncio.AbstractEventLoop, tuple[list[Row], asyncio.Future[None]]] = {}
 
