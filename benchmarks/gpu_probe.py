@@ -75,7 +75,7 @@ class Lean:
 
         b, n = ids.shape
         dim = self.word.shape[1]
-        x = self.word[ids] + self.pos[:n] + self.typ
+        x = self.word[ids] + self.typ + self.pos[:n]  # transformers' order
         x = F.layer_norm(x, (dim,), *self.norm0, self.eps)
         h = self.heads
         for qw, qb, ow, ob, n1w, n1b, iw, ib, fw, fb, n2w, n2b in self.layers:

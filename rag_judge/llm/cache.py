@@ -76,9 +76,8 @@ def _retrieved(future: asyncio.Future[None]) -> None:
 
 
 def _settle(written: asyncio.Future[None], done: asyncio.Future[None]) -> None:
-    """``done`` as the writer's future ended (it is never cancelled: only the cache holds it)."""
-    if done.done():  # its loop shut down meanwhile
-        return
+    """``done`` as the writer's future ended (neither is ever cancelled: only the cache holds
+    them)."""
     error = written.exception()
     if error is None:
         done.set_result(None)
@@ -212,13 +211,19 @@ class SqliteCache:
         await asyncio.shield(turn[1])  # one cancelled caller must not cancel the write
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        rows, done = self._turns.pop(loop)
-        try:
-            written = asyncio.wrap_future(self._writer.submit(rows), loop=loop)
-        except Exception as exc:  # a closed cache: each waiting store raises it
-            done.set_exception(exc)
+        turn = self._turns.pop(loop, None)
+        if turn is None:  # close() handed it over already
             return
-        written.add_done_callback(lambda w: _settle(w, done))
+        rows, done = turn
+        try:
+            written = self._writer.submit(rows)
+        except Exception as exc:  # a closed cache: each waiting store raises it
+            if not loop.is_closed():
+                done.set_exception(exc)
+            return
+        if loop.is_closed():  # a loop stopped by hand: the rows are written, none waits
+            return
+        asyncio.wrap_future(written, loop=loop).add_done_callback(lambda w: _settle(w, done))
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -248,6 +253,8 @@ class SqliteCache:
 
     def close(self) -> None:
         """Commit what ``store`` has queued, stop the writer thread, close the file."""
+        for loop in list(self._turns):  # rows of a loop turn not yet handed over go first
+            self._hand_over(loop)
         try:
             # A failed write already reached the ``store`` calls that made it.
             with contextlib.suppress(Exception):

@@ -376,6 +376,19 @@ def test_stores_of_one_loop_turn_share_one_hand_over_to_the_writer(tmp_path: Pat
     cache.close()
 
 
+def test_close_commits_the_rows_of_a_turn_not_yet_handed_over(tmp_path: Path) -> None:
+    cache = SqliteCache(tmp_path / "c.sqlite")
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(cache.store("k", Completion(choices=["kept"])))
+        loop.call_soon(cache.close)  # the same turn as the store, before its hand-over
+        loop.run_until_complete(task)  # and the store returns: its row was committed
+    finally:
+        loop.close()
+    with SqliteCache(tmp_path / "c.sqlite") as again:
+        assert again.get("k").text == "kept"  # type: ignore[union-attr]
+
+
 def test_a_cache_that_cannot_write_costs_a_rerun_not_the_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -95,7 +95,11 @@ def test_on_cuda_it_scores_as_transformers() -> None:
         runtime.models.fast = fast
         ev = BERTScoreEvaluator(device="cuda", dtype=dtype, disk_cache=False)
         result = ev.prepare(runtime=runtime).evaluate(samples)
+        files = runtime.models.locate(M.DEFAULT_MODEL)
+        model = runtime.models.model(files, 6, "cuda", dtype)  # the one the run loaded
+        assert isinstance(model, gpu.GpuBert) == fast and runtime.stats.model_loads == 1
         return np.array([result.scores[m] for m in METRICS], dtype=np.float64)
 
     assert np.abs(scores(True, "fp32") - scores(False, "fp32")).max() <= 1e-6
     assert np.abs(scores(True, "fp16") - scores(False, "fp16")).max() <= 2e-3
+    assert np.abs(scores(True, "bf16") - scores(False, "bf16")).max() <= 1e-2

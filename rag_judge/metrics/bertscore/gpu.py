@@ -1,17 +1,18 @@
 """A BERT encoder for the GPU with little Python per forward pass, the same arithmetic.
 
-On an H100 a forward pass of transformers' BertModel over 64 texts of 40 tokens took 5.5 ms,
-nearly all of it Python and kernel launches: the GPU's work is a fraction of a millisecond.
+On an H100 a forward pass of transformers' BertModel over 64 texts of 40 tokens took 3.4-5.5
+ms, nearly all of it Python and kernel launches: the GPU's work is a fraction of a millisecond.
 1,000 prose pairs need 67 passes (texts of one length per pass, see ``encoder.py``), so the
 module's own code, not the model, set the pace. :class:`GpuBert` runs the same operations
 (Q, K and V in one product, ``scaled_dot_product_attention`` as transformers' SDPA path calls
-it, exact GELU, LayerNorm) in 2.3 ms per pass (``benchmarks/gpu_probe.py``). Its weights come
-straight from the safetensors file (:mod:`fastbert` checks the folder), so a cold run imports
-no transformers either.
+it, exact GELU, LayerNorm) in 2.1-2.3 ms per pass (``benchmarks/gpu_probe.py``). Its weights
+come straight from the safetensors file (:mod:`fastbert` checks the folder), so a cold run
+imports no transformers either.
 
-Its vectors equal transformers' within float rounding (4.3e-7 on the H100, ~1e-6 on the CPU,
-where the tests compare them). Only the fp32, fp16 and bf16 weights transformers would use are
-built; anything the folder lacks leaves the model to transformers.
+Its vectors equal transformers' on the CPU, where the tests compare them, and differed by at
+most 2.1e-7 on the H100. It is built from an fp32 weight file only, cast to fp32, fp16 or bf16
+as transformers casts it; a file in another dtype, or one that lacks a tensor, leaves the model
+to transformers.
 """
 
 from __future__ import annotations
