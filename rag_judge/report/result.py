@@ -8,9 +8,7 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     Field,
-    SerializerFunctionWrapHandler,
     field_validator,
-    model_serializer,
 )
 
 from rag_judge.data.sample import Sample
@@ -97,6 +95,10 @@ class Degradation(BaseModel):
     step_misses: list[Miss] = Field(default_factory=list)
 
 
+def _empty(value: list[Any]) -> bool:
+    return not value
+
+
 class SampleResult(_Scored):
     """One sample's scores, failures and judgments, and the sample as it was evaluated (with a
     target, the target's answer and contexts, not the dataset's). A conversation scored per
@@ -104,17 +106,10 @@ class SampleResult(_Scored):
     them writes neither key."""
 
     sample: Sample | None = None
-    units: list[UnitResult] = Field(default_factory=list)
-    degraded: list[Degradation] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A report of single-turn samples stays byte for byte what it was.
-        data: dict[str, Any] = handler(self)
-        for key in ("units", "degraded"):
-            if not data.get(key):
-                data.pop(key, None)
-        return data
+    # Left out when empty, so a report of single-turn samples stays byte for byte what it was
+    # (a field rule, not a wrap serializer: that would build the whole row as Python dicts).
+    units: list[UnitResult] = Field(default_factory=list, exclude_if=_empty)
+    degraded: list[Degradation] = Field(default_factory=list, exclude_if=_empty)
 
 
 def _legacy_failure(text: str) -> Failure:
