@@ -14,8 +14,10 @@
    Equality: each F1 against bert-score called one pair at a time (no padding), goal <= 1e-6;
    against bert-score's batched call too, for the record (its padding changes some pairs).
    On CUDA, rag-judge's fp16 and bf16 runs are timed as well, outside the goal.
-2. ``benchmarks/judge.py`` (the judge client against the fake server) on this machine's cores;
-   with ``--processes`` where judge.py has that option.
+2. ``benchmarks/judge.py`` (the judge client against the fake server) on this machine's cores:
+   goal 4's load (2,000 calls, concurrency 64, 100 ms) with ``--processes`` where judge.py has
+   that option, then a load that can reach 2,000 calls/s (12,000 calls at concurrency 512,
+   4 and 8 worker processes, 8 server processes).
 Everything printed also goes to ``OUT/gpu_check.log``, and the numbers to
 ``OUT/gpu_check.json``.
 """
@@ -276,21 +278,26 @@ def judge_flags(smoke: bool, extra: str | None) -> list[str]:
     return flags
 
 
-def judge(args: argparse.Namespace, log: Log, scratch: Path) -> dict[str, Any]:
+def throughput_flags(smoke: bool) -> list[str]:
+    """judge.py's options for goal 4's calls per second: a load that can reach 2,000 calls/s
+    (concurrency 512 at 100 ms), over worker processes and enough server processes."""
+    if smoke:
+        return ["--throughput-only", "--n", "64", "--concurrency", "16", "--latency", "0.01",
+                "--processes", "2", "--server-processes", "2", "--repeat", "1"]  # fmt: skip
+    return ["--throughput-only", "--n", "12000", "--concurrency", "512", "--processes", "4",
+            "8", "--server-processes", "8", "--repeat", "1"]  # fmt: skip
+
+
+def judge(
+    args: argparse.Namespace, log: Log, scratch: Path, flags: list[str], timeout: float
+) -> dict[str, Any]:
     target = scratch / "judge.json"
-    cmd = [
-        sys.executable,
-        str(ROOT / "benchmarks" / "judge.py"),
-        *judge_flags(args.smoke, args.judge_args),
-        "--json",
-        str(target),
-    ]
+    target.unlink(missing_ok=True)
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "judge.py"), *flags, "--json", str(target)]
     log(f"judge: {' '.join(cmd[1:])} ({os.cpu_count()} CPUs)")
     start = time.perf_counter()
     try:
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=args.judge_timeout, check=False
-        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         rc, text = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
         rc, text = 124, f"{exc.stdout or ''}{exc.stderr or ''}"
@@ -320,7 +327,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-judge", action="store_true")
     ap.add_argument("--skip-bertscore", action="store_true")
     ap.add_argument("--judge-args", default=None, help="judge.py's options instead of ours")
-    ap.add_argument("--judge-timeout", type=float, default=200.0, help="seconds")
+    ap.add_argument("--judge-timeout", type=float, default=150.0, help="seconds")
+    ap.add_argument("--throughput-timeout", type=float, default=80.0, help="seconds")
     args = ap.parse_args(argv)
     args.pairs = args.pairs or (24 if args.smoke else 1000)
     args.rounds = args.rounds or (2 if args.smoke else 5)
@@ -339,7 +347,12 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_bertscore:
             report["bertscore"] = bertscore(args, log, Path(tmp))
         if not args.skip_judge:
-            report["judge"] = judge(args, log, Path(tmp))
+            flags = judge_flags(args.smoke, args.judge_args)
+            report["judge"] = judge(args, log, Path(tmp), flags, args.judge_timeout)
+            if args.judge_args is None:  # the calls per second, at a load that allows 2,000
+                report["judge_throughput"] = judge(
+                    args, log, Path(tmp), throughput_flags(args.smoke), args.throughput_timeout
+                )
     report["wall_s"] = round(time.perf_counter() - start, 1)
     (out_dir / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     log(f"done in {report['wall_s']} s; numbers in {out_dir / 'gpu_check.json'}")

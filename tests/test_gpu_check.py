@@ -61,6 +61,8 @@ def test_smoke_run_writes_the_figures(tmp_path: Path) -> None:
     assert judge["rc"] == 0
     assert judge["throughput"]["judgments"] == 64
     assert judge["throughput"]["cached_rerun_ok"] == 64
+    second = report["judge_throughput"]  # the calls-per-second load, small in smoke mode
+    assert second["rc"] == 0 and set(second["throughput"]["sides"]) >= {"engine", "pool_2"}
     log = (tmp_path / "gpu_check.log").read_text(encoding="utf-8")
     assert "vs bert-score one pair at a time" in log and "(goal >= 2x)" in log
 
