@@ -59,3 +59,15 @@ def test_the_counts_of_a_chunk_are_each_resample_s_own() -> None:
     draws = np.random.default_rng(1).integers(0, 5, size=(3, 5))
     assert counts.tolist() == [np.bincount(d, minlength=5).tolist() for d in draws]
     assert (counts.sum(axis=1) == 5).all()
+
+
+def test_the_benchmark_runs_and_finds_the_integer_columns_equal() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bootstrap.py"
+    argv = [sys.executable, str(script), "--n", "3000", "--resamples", "30", "--rounds", "1"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "(integer columns: 4 of 4)" in done.stdout and "x" in done.stdout
