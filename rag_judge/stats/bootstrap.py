@@ -47,6 +47,8 @@ def bootstrap_ci(
     if n == 0 or resamples <= 0:
         return None, None
     if statistic is None:
+        if np.ndim(values) != 1:
+            raise ValueError("bootstrap_ci: the mean needs 1-D values; pass a statistic")
         cis = bootstrap_cis([values], resamples=resamples, confidence=confidence, seed=seed)
         return cis[0]
     rng = np.random.default_rng(seed)
@@ -102,7 +104,8 @@ def bootstrap_cis(
 
     A resample's mean is the column weighted by how often each row was drawn (the draw
     counts), summed pairwise in row order and divided by n, not a gather of the drawn rows:
-    a third of the time, and the same arithmetic for any chunking or thread count."""
+    1.7x faster for many columns over many rows (slower for one column: the counts cost more
+    than one gather), and the same arithmetic for any chunking or thread count."""
     n = len(columns[0]) if columns else 0
     if any(len(c) != n for c in columns):
         raise ValueError("bootstrap_cis: the columns differ in length")
@@ -110,6 +113,7 @@ def bootstrap_cis(
         return [(None, None)] * len(columns)
     rng = np.random.default_rng(seed)
     flats = [np.asarray(c, dtype=np.float64) for c in columns]
+    finite = [bool(np.isfinite(f).all()) for f in flats]
     boot = np.empty((len(flats), resamples))
     per_chunk = max(1, _CHUNK // n)
     # numpy multiplies and sums without the GIL: the columns go to threads, one per core,
@@ -122,7 +126,7 @@ def bootstrap_cis(
             size = min(per_chunk, resamples - start)
             counts = _draw_counts(rng, n, size)
             jobs = [
-                pool.submit(_resampled_means, flats, group, counts, buf[:size], boot, start)
+                pool.submit(_resampled_means, flats, finite, group, counts, buf[:size], boot, start)
                 for group, buf in zip(groups, buffers, strict=True)
             ]
             for job in jobs:
@@ -135,35 +139,35 @@ def bootstrap_cis(
     return intervals
 
 
-def _draw_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
+def _draw_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.int64]:
     """For each of ``size`` resamples of ``n`` rows drawn with replacement, how often each row
     was drawn (``size`` x ``n``); the draws are ``rng.integers(0, n, (size, n))``."""
     rows = rng.integers(0, n, size=(size, n))
     rows += np.arange(size, dtype=rows.dtype)[:, None] * n  # each resample its own bins
-    counts: NDArray[np.float64] = (
-        np.bincount(rows.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
-    )
+    counts: NDArray[np.int64] = np.bincount(rows.ravel(), minlength=size * n).reshape(size, n)
     return counts
 
 
 def _resampled_means(
-    flats: Sequence[NDArray[np.float64]], group: list[int], counts: NDArray[np.float64],
-    buf: NDArray[np.float64], boot: NDArray[np.float64], start: int,
+    flats: Sequence[NDArray[np.float64]], finite: Sequence[bool], group: list[int],
+    counts: NDArray[np.int64], buf: NDArray[np.float64], boot: NDArray[np.float64], start: int,
 ) -> None:  # fmt: skip
-    """The resamples' means of the columns in ``group``, into ``boot`` from ``start``."""
+    """The resamples' means of the columns in ``group``, into ``boot`` from ``start``. Each
+    row of the weighted chunk is summed by numpy's pairwise sum of a contiguous row (a sum
+    over the last axis of a C-ordered array is that row's 1-D sum)."""
     n = counts.shape[1]
     for c in group:
-        weighted = _weighted(counts, flats[c], buf)
-        for j, row in enumerate(weighted, start):  # numpy's pairwise sum of one contiguous row
-            boot[c, j] = row.sum() / n
+        weighted = _weighted(counts, flats[c], buf, finite[c])
+        boot[c, start : start + len(counts)] = weighted.sum(axis=1) / n
 
 
 def _weighted(
-    counts: NDArray[np.float64], values: NDArray[np.float64], out: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """``counts * values`` into ``out``, 0 where a row was not drawn: an infinite value that
-    no resample drew must not turn its sum into NaN (inf times 0)."""
-    if np.isfinite(values).all():
+    counts: NDArray[np.int64], values: NDArray[np.float64], out: NDArray[np.float64],
+    finite: bool,
+) -> NDArray[np.float64]:  # fmt: skip
+    """``counts * values`` into ``out``, 0 where a row was not drawn: an infinite or NaN value
+    that a resample did not draw must not turn its sum into NaN (inf times 0)."""
+    if finite:
         return np.multiply(counts, values, out=out)
     with np.errstate(invalid="ignore"):
         np.multiply(counts, values, out=out)
@@ -209,14 +213,14 @@ def clustered_bootstrap_ci(
         # division by the count drawn (k) are bootstrap_ci's, the same numbers.
         sums = np.bincount(of_row, weights=flat, minlength=k).astype(np.float64)
         counts = sizes.astype(np.float64)
+        finite = bool(np.isfinite(sums).all())
         stats = []
         per_chunk = max(1, _CHUNK // k)
         for start in range(0, resamples, per_chunk):
             size = min(per_chunk, resamples - start)
             drawn = _draw_counts(rng, k, size)  # how often each cluster was drawn
-            weighted = _weighted(drawn, sums, np.empty_like(drawn))
-            pooled = [row.sum() for row in weighted]  # each row summed as bootstrap_cis does
-            stats.append(np.array(pooled) / [row.sum() for row in drawn * counts])
+            weighted = _weighted(drawn, sums, np.empty(drawn.shape), finite)
+            stats.append(weighted.sum(axis=1) / (drawn * counts).sum(axis=1))
         boot = np.concatenate(stats)
     else:
         order = np.argsort(of_row, kind="stable")  # rows grouped by cluster, in row order

@@ -53,6 +53,24 @@ def test_an_infinite_value_counts_only_where_it_is_drawn() -> None:
     assert np.array_equal(both, [got, got], equal_nan=True)
 
 
+def test_a_nan_counts_only_where_it_is_drawn() -> None:
+    # numpy's quantile turns any NaN resample into a NaN interval, so the resamples themselves
+    # are checked: those that missed the NaN keep their mean.
+    values = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0, 7.0, 8.0])
+    counts = bootstrap._draw_counts(np.random.default_rng(3), 8, 50)
+    boot = np.empty((1, 50))
+    bootstrap._resampled_means([values], [False], [0], counts, np.empty((50, 8)), boot, 0)
+    kept = counts[:, 2] == 0
+    assert kept.any() and not kept.all()  # some resamples miss the NaN, some draw it
+    want = np.where(kept, (counts * np.nan_to_num(values)).sum(axis=1) / 8, np.nan)
+    assert np.array_equal(boot[0], want, equal_nan=True)
+
+
+def test_a_mean_of_2d_values_is_refused() -> None:
+    with pytest.raises(ValueError, match="1-D"):
+        bootstrap_ci(np.ones((4, 4)))
+
+
 def test_the_counts_of_a_chunk_are_each_resample_s_own() -> None:
     rng = np.random.default_rng(1)
     counts = bootstrap._draw_counts(rng, 5, 3)
