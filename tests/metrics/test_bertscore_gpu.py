@@ -22,27 +22,38 @@ pytest.importorskip("transformers")
 gpu = pytest.importorskip("rag_judge.metrics.bertscore.gpu")
 
 
-def _transformers_model(layer: int) -> object:
+SHAPES = [(1, 3), (7, 19), (64, 40), (2, 512)]
+
+
+@pytest.fixture(scope="module")
+def transformers_states() -> list[tuple[object, tuple[object, ...]]]:
+    """Per shape, token ids and transformers' hidden states for them (0: the embeddings'
+    output, k: layer k's), from one pass of the whole BertModel."""
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(M.resolve_model_dir(M.DEFAULT_MODEL), local_files_only=True)
-    M._keep_layers(model, layer, M.DEFAULT_MODEL)
-    return model.eval()
+    folder = M.resolve_model_dir(M.DEFAULT_MODEL)
+    model = AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    with torch.inference_mode():
+        for shape in SHAPES:
+            ids = torch.randint(999, 30000, shape, generator=gen)
+            ids[:, 0], ids[:, -1] = 101, 102
+            out.append((ids, model(input_ids=ids, output_hidden_states=True).hidden_states))
+    return out
 
 
 @pytest.mark.parametrize("layer", [0, 1, 6])
-def test_gpu_bert_embeds_as_transformers(layer: int) -> None:
+def test_gpu_bert_embeds_as_transformers(
+    transformers_states: list[tuple[object, tuple[object, ...]]], layer: int
+) -> None:
     folder = M.resolve_model_dir(M.DEFAULT_MODEL)
     ours = fastbert.load_gpu_model(folder, layer, "cpu", torch.float32)
-    assert isinstance(ours, gpu.GpuBert)
-    theirs = _transformers_model(layer)
-    gen = torch.Generator().manual_seed(layer)
+    assert isinstance(ours, gpu.GpuBert) and len(ours.layers) == layer
     with torch.inference_mode():
-        for shape in [(1, 3), (7, 19), (64, 40), (2, 512)]:
-            ids = torch.randint(999, 30000, shape, generator=gen)
-            ids[:, 0], ids[:, -1] = 101, 102
-            got, want = ours(input_ids=ids)[0], theirs(input_ids=ids)[0]  # type: ignore[operator]
-            assert got.shape == want.shape == (*shape, 384)
+        for (ids, states), shape in zip(transformers_states, SHAPES, strict=True):
+            got, want = ours(input_ids=ids)[0], states[layer]
+            assert got.shape == want.shape == (*shape, 384)  # type: ignore[attr-defined]
             assert (got - want).abs().max().item() <= 1e-5
 
 

@@ -103,6 +103,7 @@ def test_a_page_of_100000_samples_stays_under_5_mb_and_states_its_counts(
     assert "… (truncated, " in big_page  # the contexts of 400-1,200 characters are cut
 
 
+@pytest.mark.slow  # builds and renders the 100,000-sample report, as its neighbours do
 def test_the_charts_and_the_summary_count_every_sample(big: Report, big_page: str) -> None:
     """The histograms are binned over all 100,000 values, not over the rows on the page."""
     shown_ids = set(_tags(big_page))
