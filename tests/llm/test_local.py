@@ -376,6 +376,7 @@ def test_cancelling_a_call_stops_its_generation(monkeypatch: pytest.MonkeyPatch)
         loop.close()
 
 
+@pytest.mark.slow  # a real generation by the local model
 def test_the_stop_event_ends_a_real_generation_at_the_next_token(tiny_gguf: Path) -> None:
     import torch
 

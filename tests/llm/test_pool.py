@@ -63,6 +63,7 @@ def test_the_pool_gives_the_in_process_results_usage_and_cache_rows(tmp_path: Pa
     assert rows[2] == rows[1]
 
 
+@pytest.mark.slow  # worker processes against a faulty server
 def test_faults_are_recorded_per_request_with_the_pool() -> None:
     seen: dict[str, int] = {}
 

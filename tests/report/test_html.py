@@ -303,6 +303,7 @@ def test_hostile_report_loads_cleanly_in_chromium(tmp_path: Path) -> None:
     assert "<img" not in dom
 
 
+@pytest.mark.slow  # a browser test, as the others
 @needs_chromium
 def test_demo_report_renders_in_chromium(tmp_path: Path) -> None:
     report = Pipeline.from_yaml(ROOT / "configs" / "demo.yaml").run().report

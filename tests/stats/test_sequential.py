@@ -73,6 +73,7 @@ def test_the_sequence_covers_the_mean_at_every_time_at_once(draw: str) -> None:
     assert (upper[:, -1] - lower[:, -1]).mean() < 0.2  # and it narrows: not vacuous
 
 
+@pytest.mark.slow  # a simulation: RUNS runs with a naive bootstrap at each look
 def test_at_a_mean_equal_to_the_threshold_only_the_naive_rule_errs_beyond_alpha() -> None:
     """Any decision at mean == threshold is wrong. 2,000 runs of 400 Bernoulli(0.7) scores,
     looked at every 20 samples (5% chunks)."""
@@ -95,6 +96,7 @@ def test_a_three_point_drop_below_the_threshold_fails_at_the_median_within_40_pe
     assert np.median(at) <= 0.4 * n  # 500 of 2,000 with this seed
 
 
+@pytest.mark.slow  # a simulation: 400 paired runs of 5,000 verdicts
 def test_a_paired_three_point_drop_fails_at_the_median_within_40_percent() -> None:
     """Pass/fail verdicts, base ~ Bernoulli(0.7); the new system loses 8.6% of the passes and
     gains 10% of the fails: mean(new - base) = -0.03. The gate allows no drop; N = 5,000."""
