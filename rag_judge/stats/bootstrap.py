@@ -57,7 +57,7 @@ def bootstrap_ci(
         # instead of a gather of n rows, and the same sums, exact in any order.
         boot = np.empty(resamples)
         for i in range(resamples):
-            counts = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
+            counts = _draw_counts(rng, n, 1)[0].astype(np.float64)
             boot[i] = statistic.of_sums((counts @ values).tolist())
     else:
         boot = np.array([statistic(values[rng.integers(0, n, size=n)]) for _ in range(resamples)])
@@ -104,8 +104,8 @@ def bootstrap_cis(
 
     A resample's mean is the column weighted by how often each row was drawn (the draw
     counts), summed pairwise in row order and divided by n, not a gather of the drawn rows:
-    1.7x faster for many columns over many rows (slower for one column: the counts cost more
-    than one gather), and the same arithmetic for any chunking or thread count."""
+    about 2x faster for many columns over many rows (slower for one column: the counts cost
+    more than one gather), and the same arithmetic for any chunking or thread count."""
     n = len(columns[0]) if columns else 0
     if any(len(c) != n for c in columns):
         raise ValueError("bootstrap_cis: the columns differ in length")
