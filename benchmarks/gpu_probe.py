@@ -9,8 +9,9 @@ between two ``torch.cuda.synchronize()`` calls, medians of ``--rounds``:
 * the encoding loop alone, in variants of the same arithmetic: as the encoder runs it (one
   upload and one download per batch), with the ids uploaded once and the vectors downloaded
   once, one batch per length group, bert-score's padded batches with an attention mask, and a
-  lean forward (the same weights; fused Q/K/V, ``scaled_dot_product_attention``, no
-  transformers code per call), each with its largest difference from the encoder's vectors;
+  lean forward (``gpu.GpuBert`` built from the same weights: fused Q/K/V,
+  ``scaled_dot_product_attention``, no transformers code per call), each with its largest
+  difference from the encoder's vectors;
 * one forward pass at 64 texts of 40 tokens, transformers' module against the lean one.
 
 ``encoder.encode`` runs the encoder as shipped (on a GPU, ``gpu.GpuBert`` for a BERT folder);
@@ -39,52 +40,21 @@ from _bertscore_processes import prose_pairs  # noqa: E402
 from gpu_check import LAYER, check_vocabulary, model_folder  # noqa: E402
 
 
-class Lean:
-    """BERT's encoder cut at ``layer`` from a transformers BertModel's weights: fused Q/K/V,
-    ``scaled_dot_product_attention`` without a mask (equal-length batches), exact GELU."""
+def lean_forward(model: Any, layer: int) -> Callable[[Any], Any]:
+    """The shipped ``gpu.GpuBert`` built from a transformers BertModel's own tensors (fused
+    Q/K/V, ``scaled_dot_product_attention`` without a mask, exact GELU), as the variants call
+    a forward pass: token ids in, L2-normalised vectors out."""
+    import torch
 
-    def __init__(self, model: Any, layer: int) -> None:
-        import torch
+    from rag_judge.metrics.bertscore import gpu
 
-        emb = model.embeddings
-        self.word = emb.word_embeddings.weight
-        self.pos = emb.position_embeddings.weight
-        self.typ = emb.token_type_embeddings.weight[0]
-        self.eps = emb.LayerNorm.eps
-        self.norm0 = (emb.LayerNorm.weight, emb.LayerNorm.bias)
-        self.heads = model.config.num_attention_heads
-        self.layers = []
-        for block in list(model.encoder.layer)[:layer]:
-            s = block.attention.self
-            qkv_w = torch.cat([s.query.weight, s.key.weight, s.value.weight])
-            qkv_b = torch.cat([s.query.bias, s.key.bias, s.value.bias])
-            o = block.attention.output
-            self.layers.append(
-                (
-                    qkv_w, qkv_b, o.dense.weight, o.dense.bias, o.LayerNorm.weight,
-                    o.LayerNorm.bias, block.intermediate.dense.weight,
-                    block.intermediate.dense.bias, block.output.dense.weight,
-                    block.output.dense.bias, block.output.LayerNorm.weight,
-                    block.output.LayerNorm.bias,
-                )
-            )  # fmt: skip
+    device = next(model.parameters()).device
+    bert = gpu.build(model.config.to_dict(), model.state_dict(), layer, device, torch.float32)
 
-    def __call__(self, ids: Any) -> Any:
-        import torch
-        from torch.nn import functional as F
+    def forward(ids: Any) -> Any:
+        return torch.nn.functional.normalize(bert(input_ids=ids)[0].float(), dim=-1)
 
-        b, n = ids.shape
-        dim = self.word.shape[1]
-        x = self.word[ids] + self.typ + self.pos[:n]  # transformers' order
-        x = F.layer_norm(x, (dim,), *self.norm0, self.eps)
-        h = self.heads
-        for qw, qb, ow, ob, n1w, n1b, iw, ib, fw, fb, n2w, n2b in self.layers:
-            q, k, v = F.linear(x, qw, qb).view(b, n, 3, h, dim // h).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, dim)
-            x = F.layer_norm(F.linear(a, ow, ob) + x, (dim,), n1w, n1b, self.eps)
-            f = F.linear(F.gelu(F.linear(x, iw, ib)), fw, fb)
-            x = F.layer_norm(f + x, (dim,), n2w, n2b, self.eps)
-        return torch.nn.functional.normalize(x.float(), dim=-1)
+    return forward
 
 
 def main() -> None:
@@ -167,7 +137,7 @@ def main() -> None:
     starts = np.cumsum(lengths) - lengths
     # transformers' own layers (on the CPU they are swapped for the fused ones of cpu.py)
     plain = hasattr(model, "embeddings") and hasattr(model.encoder.layer[0], "attention")
-    lean = Lean(model, LAYER) if plain else None
+    lean = lean_forward(model, LAYER) if plain else None
 
     def loop(size: int, forward: Callable[[Any], Any]) -> dict[str, Any]:
         gpu_flat = torch.from_numpy(flat).to(dev)

@@ -157,7 +157,10 @@ def load_model(folder: Path, layer: int) -> Any | None:
 
     if not cpu.can_pack():
         return None
-    config, weights = _checkpoint(folder)
+    checkpoint = _checkpoint(folder)
+    if checkpoint is None:
+        return None
+    config, weights = checkpoint
     try:
         with cpu.threads_for(0):  # one reorder per weight: small work
             return _build(torch, cpu, config, weights, layer).eval()
@@ -170,13 +173,12 @@ def load_gpu_model(folder: Path, layer: int, device: str, dtype: Any) -> Any | N
     (a torch dtype) as :class:`~rag_judge.metrics.bertscore.gpu.GpuBert`; None when the weight
     file is not fp32 or lacks a tensor this needs (the caller then loads through
     transformers)."""
-    import torch
-
     from rag_judge.metrics.bertscore import gpu
 
-    config, weights = _checkpoint(folder)
-    if any(t.dtype != torch.float32 for t in weights.values() if t.is_floating_point()):
-        return None  # transformers' own loading decides how other dtypes convert
+    checkpoint = _checkpoint(folder)
+    if checkpoint is None:
+        return None
+    config, weights = checkpoint
     try:
         model = gpu.build(config, weights, layer, device, dtype)
     except (KeyError, ValueError, TypeError):
@@ -184,22 +186,24 @@ def load_gpu_model(folder: Path, layer: int, device: str, dtype: Any) -> Any | N
     return model.eval()
 
 
-def _checkpoint(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """config.json and the encoder's tensors from model.safetensors, task prefix removed."""
+def _checkpoint(folder: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """config.json and the encoder's tensors from model.safetensors, task prefix removed; None
+    when a floating tensor is not fp32 (transformers' own loading decides how it converts)."""
+    import torch
     from safetensors.torch import load_file
 
     weights = load_file(str(folder / "model.safetensors"))
     for prefix in ("bert.", "model."):  # task checkpoints keep the encoder under a prefix
         if f"{prefix}embeddings.word_embeddings.weight" in weights:
             weights = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+    if any(t.dtype != torch.float32 for t in weights.values() if t.is_floating_point()):
+        return None
     return _json(folder / "config.json"), weights
 
 
 def _build(torch: Any, cpu: Any, config: dict[str, Any], w: dict[str, Any], layer: int) -> Any:
     eps = float(config.get("layer_norm_eps", 1e-12))
     heads = int(config["num_attention_heads"])
-    if any(t.dtype != torch.float32 for t in w.values() if t.is_floating_point()):
-        raise ValueError("not fp32 weights")
 
     def norm(prefix: str) -> Any:
         out = torch.nn.LayerNorm(w[prefix + ".weight"].shape[0], eps=eps)
