@@ -27,7 +27,7 @@ from rag_judge.data.target import resolve_target
 from rag_judge.errors import ConfigError, format_loc
 from rag_judge.evaluators.base import Evaluator, EvaluatorResult, EvaluatorRun
 from rag_judge.pipeline import _ray
-from rag_judge.pipeline.collect import Collected, Step, priced_steps
+from rag_judge.pipeline.collect import Collected, Joined, Step, priced_steps
 from rag_judge.pipeline.conclusions import conclude, read_labels
 from rag_judge.pipeline.conditioned import add_conditioned, conditioned_infos
 from rag_judge.pipeline.converse import Driver
@@ -206,7 +206,13 @@ class Pipeline:
                 made.append(collected.step(info, label) if per_sample else None)
                 steps[label] = list(info if per_sample else unit_infos(run.evaluator, info))
             order = sorted(range(len(evaluators)), key=lambda i: bool(evaluators[i].reads()))
-            done = share_pass(cfg.processes, cfg.chunk_size, runs, made, pending, order, source)
+            # Without a target or a step added after the pass, a side process may write
+            # samples.jsonl as the samples pass (``side_join``), so the end need not join.
+            later = cfg.target is not None or bool(conditioned_infos(evaluators))
+            path = None if later else folder / SAMPLES_FILE
+            done, joined = share_pass(
+                cfg.processes, cfg.chunk_size, runs, made, pending, order, source, path
+            )
             for i in (i for i in order if i not in done):
                 run, step = runs[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
@@ -223,7 +229,9 @@ class Pipeline:
             if added:
                 steps["conditioned on answering"] = added
             ordered = [units[i] for i in sorted(units)]  # config order
-            report = conclude(self._report(collected, source, ordered), cfg, labels)
+            if added or ordered:  # pragma: no cover - share_pass writes none for such a run
+                joined = None
+            report = conclude(self._report(collected, source, ordered, joined), cfg, labels)
             # Ray shards that ran again or were lost (logged when it happened): said in the report
             report.warnings = [*report.warnings, *(w for s in pending.values() for w in s.warnings)]
         finally:
@@ -241,7 +249,11 @@ class Pipeline:
         return open_source(self._dataset(), format=cfg.dataset_format, layout=cfg.dataset_layout)
 
     def _report(
-        self, collected: Collected, source: SampleSource, units: Sequence[UnitStep] = ()
+        self,
+        collected: Collected,
+        source: SampleSource,
+        units: Sequence[UnitStep] = (),
+        joined: Joined | None = None,
     ) -> Report:
         cfg = self.config
         boot = cfg.bootstrap
@@ -254,10 +266,15 @@ class Pipeline:
         thresholds = unit_thresholds(cfg.thresholds, cfg.gates)
         results = with_units(collected.results(source, cfg.chunk_size), units, thresholds)
         samples: SampleFile | list[SampleResult]
-        if n > cfg.inline_samples:
-            samples = collected.to_file(results, collected.folder / SAMPLES_FILE)
+        if joined is not None and n > cfg.inline_samples:
+            samples = collected.joined(joined)
         else:
-            samples = list(results)
+            if joined is not None:  # a file this short is kept in the report itself
+                joined.path.unlink(missing_ok=True)
+            if n > cfg.inline_samples:
+                samples = collected.to_file(results, collected.folder / SAMPLES_FILE)
+            else:
+                samples = list(results)
         report = Report(
             summary=summary,
             confidence=boot.confidence,

@@ -1,23 +1,37 @@
 """The side process of a run with ``processes: 2`` (rag_judge.pipeline.passes), run as
 ``python -m rag_judge.pipeline._side_worker FD``: FD is its end of a socket pair to the run.
 
-It is sent the dataset's path, the chunk size, the evaluators and the run's log level; it
-says it is ready once they are prepared, then reads the dataset in the run's chunks and
-answers each chunk with every evaluator's result and seconds, then with each evaluator's
-final word (None for one that crashed), or with an error that stops it.
+It is sent the dataset's path, the chunk size, the evaluators, the run's log level and where to
+write samples.jsonl (or None); it says it is ready once they are prepared, then reads the
+dataset in the run's chunks and answers each chunk with every evaluator's result and seconds,
+then with each evaluator's final word (None for one that crashed), or with an error that
+stops it. When it writes samples.jsonl (``pipeline.side_join``), a thread takes the driver's
+results the run sends, so neither side ever waits on a send the other is not reading; its last
+word is the file's offsets and index, or why it gave the file up.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import queue
 import signal
 import sys
+import threading
+from collections.abc import Callable, Sequence
+from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TypeVar
 
+from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource
+from rag_judge.evaluators.result import EvaluatorResult
+from rag_judge.pipeline.side_join import Abandoned, Part, SideJoin
 from rag_judge.pipeline.together import Rider, fixed_mmap_threshold
+
+log = logging.getLogger("rag_judge")
+T = TypeVar("T")
 
 __all__: list[str] = []
 
@@ -32,7 +46,7 @@ def _worker_main(fd: int) -> None:
     fixed_mmap_threshold()
     conn = Connection(fd)
     try:
-        path, size, labels, evaluators, level = pickle.loads(conn.recv_bytes())
+        path, size, labels, evaluators, level, join = pickle.loads(conn.recv_bytes())
         logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
         logging.getLogger("rag_judge").setLevel(level)
         riders = [
@@ -41,13 +55,82 @@ def _worker_main(fd: int) -> None:
         _send(conn, ("ready", None))
         source = JsonlSource(Path(path))
         source.checked()  # the run checks the ids; this pass only reads
+        joiner = _Joiner(conn, join)
         for chunk in source.chunks(size):
-            _send(conn, ("chunk", [(r.score(chunk), r.last) for r in riders]))
+            results = [(r.score(chunk), r.last) for r in riders]
+            _send(conn, ("chunk", results))
+            joiner.chunk(chunk, [result for result, _ in results])
         _send(conn, ("end", [r.final() for r in riders]))
+        joiner.end()
     except Exception as exc:  # the run says so: before "ready" it scores here instead
         _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+class _Joiner:
+    """The side of the join in this process: the driver's parts, read by a thread, are
+    matched with the chunks read here, and the lines written as both are in. Any failure gives
+    the file up (the run then joins as before); the riders' scoring goes on regardless."""
+
+    def __init__(self, conn: Connection, join: tuple[str, list[int | None]] | None) -> None:
+        self._conn = conn
+        self._asked = join is not None
+        self._join: SideJoin | None = None
+        self._why = ""
+        self._parts: queue.SimpleQueue[Part | None] = queue.SimpleQueue()
+        if join is not None:
+            self._join = SideJoin(Path(join[0]), join[1])
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                self._parts.put(pickle.loads(self._conn.recv_bytes()))
+        except (EOFError, OSError):  # the run has gone: the end says so
+            self._parts.put(None)
+
+    def chunk(self, samples: Sequence[Sample], results: Sequence[EvaluatorResult]) -> None:
+        self._guarded(lambda j: j.chunk(samples, results))
+        self._drain(block=False)
+
+    def end(self) -> None:
+        """The last word on the file, once every line is written (or it was given up)."""
+        if not self._asked:
+            return
+        while self._join is not None and self._join.waiting:
+            self._drain(block=True)
+        closed = self._guarded(lambda j: j.close())
+        _send(self._conn, ("joined", closed) if closed is not None else ("unjoined", self._why))
+
+    def _drain(self, *, block: bool) -> None:
+        while self._join is not None:
+            try:
+                part = self._parts.get(block=block)
+            except queue.Empty:
+                return
+            if part is None:
+                self._give_up("the run stopped sending the driver's results")
+                return
+            self._guarded(partial(SideJoin.part, part=part))
+            block = False
+
+    def _guarded(self, step: Callable[[SideJoin], T]) -> T | None:
+        if self._join is None:
+            return None
+        try:
+            return step(self._join)
+        except Abandoned as exc:
+            self._give_up(str(exc))
+        except Exception as exc:
+            log.debug("samples.jsonl left to the run", exc_info=True)
+            self._give_up(f"{type(exc).__name__}: {exc}")
+        return None
+
+    def _give_up(self, why: str) -> None:
+        if self._join is not None:
+            self._join.abandon()  # closed now: nothing of it reaches the file the run writes
+        self._why, self._join = why, None
 
 
 if __name__ == "__main__":

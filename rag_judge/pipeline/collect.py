@@ -10,7 +10,7 @@ samples, whatever the number of samples.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from rag_judge.report.model import (
 )
 from rag_judge.report.samples import Column
 
-__all__ = ["Collected", "Step", "priced_steps", "read_detail"]
+__all__ = ["Collected", "Joined", "Step", "detail_line", "priced_steps", "read_detail"]
 
 
 @dataclass
@@ -53,6 +53,9 @@ class Step:
     missing: dict[str, set[int]] = field(default_factory=dict)
     n: int = 0
     name: str = ""  # ``target`` or ``evaluators[i] (type)``: what its usage is reported under
+    # Handed each chunk's result with its spool lines as they are added: the side process of a
+    # ``processes: 2`` run writes samples.jsonl from them (``pipeline.side_join``).
+    tap: Callable[[EvaluatorResult, list[bytes]], None] | None = None
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
     _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
 
@@ -69,6 +72,7 @@ class Step:
         self.signatures.update(result.signatures)
         self.usage += result.usage
         judged = result.judgments or [{}] * size
+        lines = []
         for at, (errors, judgments) in enumerate(zip(result.errors, judged, strict=True)):
             for metric, failure in errors.items():
                 if failure.kind is FailureKind.UNSCORED:
@@ -77,8 +81,11 @@ class Step:
                     self.not_applicable[metric] = self.not_applicable.get(metric, 0) + 1
                 elif failure.kind is FailureKind.MISSING_INPUT:
                     self.missing.setdefault(metric, set()).add(self.n + at)
-            self.spool.write(_detail_line(errors, judgments))
+            lines.append(detail_line(errors, judgments))
+            self.spool.write(lines[-1])
         self.n += size
+        if self.tap is not None:
+            self.tap(result, lines)
 
     def finish(self, final: Final) -> None:
         """What the evaluator knew only at the end of its run: signatures that replace the
@@ -101,13 +108,24 @@ class Step:
         return replace(stat, rows=np.concatenate(self._rows[metric]))
 
 
+@dataclass(frozen=True)
+class Joined:
+    """samples.jsonl as the side process wrote it: where each line starts (and the end), and
+    the index without the score columns (the run attaches its own)."""
+
+    path: Path
+    offsets: NDArray[np.int64]
+    index: SampleIndex
+
+
 def priced_steps(steps: list[Step]) -> dict[str, Usage]:
     """Each named step's usage, for the steps whose cost is known (a step without model calls,
     or with an unpriced client, has none); the report's cost per evaluator."""
     return {s.name: s.usage for s in steps if s.name and s.usage.cost is not None}
 
 
-def _detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> bytes:
+def detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> bytes:
+    """A sample's failures and judgments as a spool line (empty: it has neither)."""
     if not errors and not judgments:
         return b""
     data = {
@@ -118,8 +136,8 @@ def _detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> 
 
 
 def read_detail(line: bytes) -> tuple[dict[str, Failure], dict[str, Judgment]]:
-    """A spool line as :func:`_detail_line` wrote it (an empty line: nothing)."""
-    if line == b"\n":
+    """A spool line as :func:`detail_line` wrote it (an empty line: nothing)."""
+    if line in (b"\n", b""):
         return {}, {}
     detail = json.loads(line)
     errors = {m: Failure.model_validate(f) for m, f in detail["errors"].items()}
@@ -174,7 +192,14 @@ class Collected:
         for r in results:
             index.add(r, scores=False)  # the columns are the steps' own, attached below
             writer.write(r.model_dump_json().encode())
+        return self._file(path, writer.close(), index)
+
+    def joined(self, written: Joined) -> SampleFile:
+        """The file written during the pass (``side_join``), with the steps' columns."""
+        return self._file(written.path, written.offsets, written.index)
+
+    def _file(self, path: Path, offsets: NDArray[np.int64], index: SampleIndex) -> SampleFile:
         for s in self.steps:
             for metric, column in s.columns.items():
                 index.attach(metric, column)
-        return SampleFile(path, writer.close(), index=index, owned=True)
+        return SampleFile(path, offsets, index=index, owned=True)

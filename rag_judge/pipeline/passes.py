@@ -19,14 +19,20 @@ from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource, SampleSource
 from rag_judge.evaluators.base import EvaluatorRun
 from rag_judge.evaluators.result import EvaluatorResult, Final
-from rag_judge.pipeline.collect import Step
+from rag_judge.pipeline.collect import Joined, Step
 from rag_judge.pipeline.running import crashed
+from rag_judge.pipeline.side_join import Join, Part
 from rag_judge.pipeline.together import Inline, Rider, Riders, rides, stream_together
+from rag_judge.report.model import SampleIndex
 
 __all__ = ["SideProcess", "cannot_send", "share_pass"]
 
@@ -41,14 +47,20 @@ def share_pass(
     pending: Collection[int],
     order: Sequence[int],
     source: SampleSource,
-) -> set[int]:
+    samples: Path | None = None,
+) -> tuple[set[int], Joined | None]:
     """Run in one pass over the samples (``size`` at a time) the evaluators that can share
     it: those that score a chunk at a time (``rides``), driven by the first that runs its own
     chunks (a judge), with ``processes`` 2 the riders in a side process; returns their
     indices (none when sharing would not save a pass). ``made[i]`` is evaluator ``i``'s step
-    (None: per unit), ``pending`` the evaluators Ray runs."""
+    (None: per unit), ``pending`` the evaluators Ray runs.
+
+    ``samples``: where the run's samples.jsonl goes, when no step will be added after the
+    pass. If every step is in the pass and a side process runs, it writes the file as the
+    samples pass (``side_join``), and it is returned (its index without the score columns);
+    else None, and the run joins."""
     if _loop_running():  # a judge would run on a helper thread (run_sync): riders stay apart
-        return set()
+        return set(), None
     free = [i for i in order if made[i] is not None and i not in pending]
     riding = [i for i in free if rides(runs[i])]
     drivers = [
@@ -57,7 +69,7 @@ def share_pass(
     ]  # fmt: skip
     driver = drivers[0] if drivers else None
     if len(riding) + (driver is not None) < 2:
-        return set()
+        return set(), None
 
     def label(i: int) -> str:
         return f"evaluators[{i}] ({runs[i].evaluator.type})"
@@ -67,14 +79,19 @@ def share_pass(
     if driver is not None and (step := made[driver]) is not None:
         driven = (label(driver), runs[driver], step)
     side: Callable[[Sequence[Rider]], Riders] | None = None
+    join = None
     # A second process pays off beside a driver, over a file it can read itself.
     if processes == 2 and driven and isinstance(source, JsonlSource) and riders:
         if (kept := cannot_send(riders)) is None:
-            side = partial(_open_side, source.path, size)
+            steps = sorted([*riding, driver if driver is not None else -1])  # the run's order
+            if samples is not None and steps == list(range(len(runs))):
+                slots = [None if i == driver else riding.index(i) for i in steps]
+                join = Join(samples, slots, driven[2])
+            side = partial(_open_side, source.path, size, join=join)
         else:
             log.warning("processes: 2: %s cannot be sent to a second process: run here", kept)
     stream_together(riders, driven, source.chunks(size), side)
-    return {*riding, *([driver] if driver is not None else [])}
+    return {*riding, *([driver] if driver is not None else [])}, join.done if join else None
 
 
 def _loop_running() -> bool:
@@ -99,9 +116,9 @@ def cannot_send(riders: Sequence[Rider]) -> str | None:
     return None
 
 
-def _open_side(path: Path, size: int, riders: Sequence[Rider]) -> Riders:
+def _open_side(path: Path, size: int, riders: Sequence[Rider], join: Join | None) -> Riders:
     try:
-        return SideProcess(path, size, riders)
+        return SideProcess(path, size, riders, join)
     except (OSError, pickle.PicklingError) as exc:
         log.warning("processes: 2: no second process (%s): the evaluators run here", exc)
         return Inline(riders)
@@ -114,13 +131,18 @@ class SideProcess:
 
     remote = True
 
-    def __init__(self, path: Path, size: int, riders: Sequence[Rider]) -> None:
+    def __init__(
+        self, path: Path, size: int, riders: Sequence[Rider], join: Join | None = None
+    ) -> None:
         self.riders = riders
         self.lost: Exception | None = None
         self._ready = False
+        self._join = join
         level = logging.getLogger("rag_judge").getEffectiveLevel()
         labels = [r.label for r in riders]
-        message = (str(path), size, labels, [r.run.evaluator for r in riders], level)
+        evaluators = [r.run.evaluator for r in riders]
+        joined = (str(join.path), join.slots) if join is not None else None
+        message = (str(path), size, labels, evaluators, level, joined)
         sent = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)  # before any process starts
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -139,8 +161,23 @@ class SideProcess:
         except OSError:
             self.close()
             raise
+        self._tapped = join.driver if join is not None else None
+        if self._tapped is not None:
+            self._tapped.tap = self._part
+
+    def _part(self, result: EvaluatorResult, lines: list[bytes]) -> None:
+        """The driver's result for the samples next in line, to the side process's join."""
+        if self._join is None or self.lost is not None or not self.remote:
+            return
+        try:
+            self._conn.send_bytes(pickle.dumps(Part.of(result, lines), pickle.HIGHEST_PROTOCOL))
+        except OSError:  # it has gone: the next chunk's results say so; the run joins
+            self._join = None
 
     def _receive(self, expected: str) -> object:
+        return self._message(expected)[1]
+
+    def _message(self, *expected: str) -> tuple[str, object]:
         try:
             kind, body = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError):
@@ -148,9 +185,10 @@ class SideProcess:
             raise RuntimeError(f"the side process stopped (exit code {code})") from None
         if kind == "error":
             raise RuntimeError(f"the side process failed: {body}")
-        if kind != expected:
-            raise RuntimeError(f"the side process sent {kind!r} where {expected!r} was due")
-        return body
+        if kind not in expected:
+            due = " or ".join(repr(k) for k in expected)
+            raise RuntimeError(f"the side process sent {kind!r} where {due} was due")
+        return kind, body
 
     @property
     def here(self) -> bool:
@@ -205,9 +243,26 @@ class SideProcess:
         for rider, final in zip(self.riders, finals, strict=True):
             if final is not None and rider.step is not None:
                 rider.step.finish(final)
+        if self._join is not None:
+            self._joined(self._join)
+
+    def _joined(self, join: Join) -> None:
+        """The side process's samples.jsonl, when it wrote all of it."""
+        try:
+            kind, body = self._message("joined", "unjoined")
+        except RuntimeError as exc:
+            log.debug("processes: 2: no samples file from the side process: %s", exc)
+            return
+        if kind == "unjoined":
+            log.debug("processes: 2: the side process gave samples.jsonl up: %s", body)
+            return
+        offsets, index = cast(tuple[NDArray[np.int64], SampleIndex], body)
+        join.done = Joined(join.path, offsets, index)
 
     def close(self) -> None:
         """Stop the worker (at once, if the run stopped early)."""
+        if self._tapped is not None:
+            self._tapped.tap = None
         with contextlib.suppress(OSError):
             self._conn.close()
         if self._process.poll() is None:

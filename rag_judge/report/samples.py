@@ -13,7 +13,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,7 @@ from rag_judge.data.sample import Sample
 from rag_judge.report.result import Degradation, SampleResult
 from rag_judge.report.types import Failure
 
-__all__ = ["Column", "Ids", "SampleFile", "SampleIndex", "parse_result"]
+__all__ = ["About", "Column", "Ids", "SampleFile", "SampleIndex", "parse_result"]
 
 
 class Column:
@@ -110,6 +110,27 @@ class Ids(Sequence[str]):
     __hash__ = None  # type: ignore[assignment]  # mutable, as a list is
 
 
+class About(NamedTuple):
+    """What the index keeps of a sample itself (not of its scores): its answer's length in
+    words (NaN: no answer), the generator its metadata names, and whether it is a
+    conversation."""
+
+    answer_words: float
+    generator: str | None
+    conversation: bool
+
+    @classmethod
+    def of(cls, sample: Sample | None) -> About:
+        if sample is None:
+            return cls(math.nan, None, False)
+        answer = sample.answer
+        meta: Mapping[str, Any] = sample.metadata
+        named = meta.get("generator") or meta.get("model")
+        generator = named if isinstance(named, str) and named else None
+        words = math.nan if answer is None else float(len(answer.split()))
+        return cls(words, generator, sample.is_conversation())
+
+
 class SampleIndex:
     """Per sample, in order: id, each metric's value (NaN and not ``present`` where it has
     none), its failures; per judge rubric, how uncertain each verdict is."""
@@ -142,16 +163,19 @@ class SampleIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def add(self, r: SampleResult, *, scores: bool = True) -> None:
-        """One more sample; ``scores=False`` leaves its scores to :meth:`attach`."""
+    def add(self, r: SampleResult, *, scores: bool = True, about: About | None = None) -> None:
+        """One more sample; ``scores=False`` leaves its scores to :meth:`attach`; ``about``:
+        what its sample says, for a result that does not hold it (read where it was parsed)."""
         i = len(self.ids)
         self.ids.append(r.id)
-        self._about(r.sample)
+        about = About.of(r.sample) if about is None else about
+        self.answer_words.append(about.answer_words)
+        code = -1
+        if about.generator is not None:
+            code = self._generator_names.setdefault(about.generator, len(self._generator_names))
+        self._generator_codes.append(code)
         self.degraded.extend((r.id, d) for d in r.degraded)
-        if not self.conversations:
-            self.conversations = bool(r.units) or (
-                r.sample is not None and r.sample.is_conversation()
-            )
+        self.conversations = self.conversations or bool(r.units) or about.conversation
         if scores:
             for metric, value in r.scores.items():
                 column = self._columns.setdefault(metric, Column())
@@ -167,16 +191,6 @@ class SampleIndex:
             elif j.score is not None and probs and max(probs.values()) < 1:
                 key = max(probs.values()) - 1
             self._uncertainty.setdefault(rubric, Column()).push(i, key, is_spread)
-
-    def _about(self, sample: Sample | None) -> None:
-        answer = sample.answer if sample is not None else None
-        self.answer_words.append(math.nan if answer is None else float(len(answer.split())))
-        meta: Mapping[str, Any] = sample.metadata if sample is not None else {}
-        named = meta.get("generator") or meta.get("model")
-        code = -1
-        if isinstance(named, str) and named:
-            code = self._generator_names.setdefault(named, len(self._generator_names))
-        self._generator_codes.append(code)
 
     def generators(self) -> list[str | None]:
         """Per sample, the generator its metadata names (``generator``, else ``model``)."""

@@ -13,7 +13,7 @@ import pytest
 
 from rag_judge import GroundingEvaluator, Pipeline
 from rag_judge.evaluators.judge import JudgeEvaluator
-from rag_judge.pipeline.collect import _detail_line, read_detail
+from rag_judge.pipeline.collect import detail_line, read_detail
 from rag_judge.report import write_json
 from rag_judge.report.model import (
     GROUNDING,
@@ -178,12 +178,12 @@ def test_a_fresh_run_loads_back_as_the_shapes_it_made(tmp_path: Path, jury_rubri
 
 def test_a_spool_line_reads_back_as_the_shapes_written() -> None:
     errors = {"coherence": Failure(message="boom")}
-    line = _detail_line(errors, dict(SHAPES)) + b"\n"
+    line = detail_line(errors, dict(SHAPES)) + b"\n"
     failed, judged = read_detail(line)
     assert failed == errors
     assert judged == SHAPES
     assert {m: _shapes(j) for m, j in judged.items()} == {m: _shapes(j) for m, j in SHAPES.items()}
-    _, unread = read_detail(_detail_line({}, {GROUNDING: UNREAD}) + b"\n")
+    _, unread = read_detail(detail_line({}, {GROUNDING: UNREAD}) + b"\n")
     assert type(unread[GROUNDING]) is GroundingJudgment and unread[GROUNDING] == UNREAD
 
 
