@@ -49,6 +49,7 @@ from rag_judge.report.estimates import (
 )
 from rag_judge.report.model import Report, ReportWarning, Signature, WarningKind
 from rag_judge.report.result import UNIT_PREFIXES
+from rag_judge.stats.slopes import grouped, ols_slopes, slope_cis
 
 __all__ = [
     "audit_pairwise",
@@ -66,7 +67,6 @@ __all__ = [
 
 PER_WORDS = 100  # the slope is in score points per this many words
 QUARTILES = 4
-_CHUNK = 2_000_000  # resampled elements held in memory at once
 
 # Model families whose names do not start with the family (checked on the name after the
 # provider prefix is dropped, in order); any other name's family is its leading letters.
@@ -106,23 +106,13 @@ def judge_families(signature: Signature | None) -> dict[str, str]:
 # ---- statistics (pure numpy) ------------------------------------------------------------------
 
 
-def _slopes(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Row-wise OLS slopes of y on x (2-D), NaN for a row whose x are all equal; from the
-    rows' moments, so centre x and y first (once, not per resample) to keep them exact."""
-    n = x.shape[-1]
-    sx, sy = x.sum(axis=-1), y.sum(axis=-1)
-    sxx, sxy = np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", x, y)
-    flat = x.min(axis=-1) == x.max(axis=-1)
-    return np.where(flat, np.nan, (n * sxy - sx * sy) / np.where(flat, 1.0, n * sxx - sx * sx))
-
-
 def length_slope(lengths: NDArray[np.float64], scores: NDArray[np.float64]) -> float | None:
     """Score points per 100 words: the OLS slope of ``scores`` on ``lengths``; None for fewer
     than 3 answers or a single length."""
     if len(lengths) < 3:
         return None
     x, y = lengths - lengths.mean(), scores - scores.mean()
-    slope = float(_slopes(x[None, :], y[None, :])[0])
+    slope = float(ols_slopes(x[None, :], y[None, :])[0])
     return None if math.isnan(slope) else slope * PER_WORDS
 
 
@@ -136,24 +126,23 @@ def slope_ci(
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of :func:`length_slope`, resampling answers; indices are
     drawn as ``default_rng(seed).integers(0, n, (resamples, n))`` (in chunks for a large n),
-    and a resample with a single length is dropped."""
-    n = len(lengths)
-    if length_slope(lengths, scores) is None or resamples <= 0:
-        return None
-    x, y = lengths - lengths.mean(), scores - scores.mean()
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, _CHUNK // n)
-    boot = []
-    for start in range(0, resamples, per_chunk):
-        idx = rng.integers(0, n, size=(min(per_chunk, resamples - start), n))
-        boot.append(_slopes(x[idx], y[idx]))
-    slopes = np.concatenate(boot)
-    slopes = slopes[~np.isnan(slopes)] * PER_WORDS
-    if len(slopes) == 0:
-        return None
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(slopes, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    and a resample with a single length is dropped (:func:`~rag_judge.stats.slopes.slope_cis`,
+    which finds several rubrics' intervals on the same answers from one set of draws)."""
+    return _slope_cis(lengths, [scores], resamples, confidence, seed)[0]
+
+
+def _slope_cis(
+    lengths: NDArray[np.float64],
+    scores: list[NDArray[np.float64]],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> list[tuple[float, float] | None]:
+    if length_slope(lengths, scores[0]) is None:  # one length: no slope, for any scores
+        return [None] * len(scores)
+    return slope_cis(
+        lengths, scores, resamples=resamples, confidence=confidence, seed=seed, per=PER_WORDS
+    )
 
 
 def length_strata(
@@ -211,7 +200,7 @@ def audit_report(
         return {}
     lengths, generators = _per_sample(report)
     index = report.index()
-    out = {}
+    found = {}
     for metric in rubrics:
         if metric.startswith(UNIT_PREFIXES):  # scored per turn: each turn's own answer
             scores, length, family = _per_unit(report, metric, generators)
@@ -220,6 +209,11 @@ def audit_report(
             scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
             length = lengths[scored]
             family = [g for g, s in zip(generators, scored, strict=True) if s]
+        found[metric] = (scores, length, family)
+    intervals = _intervals({m: (length, scores) for m, (scores, length, _) in found.items()},
+                           resamples, report.confidence, seed)  # fmt: skip
+    out = {}
+    for metric, (scores, length, family) in found.items():
         answered = ~np.isnan(length)
         x, y = length[answered], scores[answered]
         mode, share = modal_score(scores)
@@ -230,9 +224,7 @@ def audit_report(
             metric=metric,
             n=len(scores),
             length_slope=length_slope(x, y),
-            length_slope_ci=slope_ci(
-                x, y, resamples=resamples, confidence=report.confidence, seed=seed
-            ),
+            length_slope_ci=intervals[metric],
             length_strata=length_strata(x, y),
             modal_score=mode,
             modal_share=share,
@@ -241,6 +233,22 @@ def audit_report(
             self_preference=prefers,
             self_preference_note=note,
         )
+    return out
+
+
+def _intervals(
+    found: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, tuple[float, float] | None]:
+    """Each rubric's :func:`slope_ci` over its answered samples (lengths, scores); rubrics
+    judged on the same answers share one set of draws (``slopes.grouped``)."""
+    pairs = {m: (x[~np.isnan(x)], y[~np.isnan(x)]) for m, (x, y) in found.items()}
+    out: dict[str, tuple[float, float] | None] = {}
+    for x, metrics in grouped({m: x for m, (x, _) in pairs.items()}):
+        ys = [pairs[m][1] for m in metrics]
+        out.update(zip(metrics, _slope_cis(x, ys, resamples, confidence, seed), strict=True))
     return out
 
 

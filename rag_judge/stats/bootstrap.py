@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -111,7 +111,6 @@ def bootstrap_cis(
         raise ValueError("bootstrap_cis: the columns differ in length")
     if n == 0 or resamples <= 0:
         return [(None, None)] * len(columns)
-    rng = np.random.default_rng(seed)
     flats = [np.asarray(c, dtype=np.float64) for c in columns]
     finite = [bool(np.isfinite(f).all()) for f in flats]
     boot = np.empty((len(flats), resamples))
@@ -122,9 +121,8 @@ def bootstrap_cis(
     groups = [list(range(k, len(flats), max(1, workers))) for k in range(max(1, workers))]
     buffers = [np.empty((min(per_chunk, resamples), n)) for _ in groups]
     with ThreadPoolExecutor(len(groups)) as pool:
-        for start in range(0, resamples, per_chunk):
-            size = min(per_chunk, resamples - start)
-            counts = _draw_counts(rng, n, size)
+        for start, counts in count_chunks(n, resamples, seed):
+            size = len(counts)
             jobs = [
                 pool.submit(_resampled_means, flats, finite, group, counts, buf[:size], boot, start)
                 for group, buf in zip(groups, buffers, strict=True)
@@ -137,6 +135,16 @@ def bootstrap_cis(
         low, high = np.quantile(row, [alpha, 1.0 - alpha])
         intervals.append((float(low), float(high)))
     return intervals
+
+
+def count_chunks(n: int, resamples: int, seed: int) -> Iterator[tuple[int, NDArray[np.int64]]]:
+    """The draw counts of ``resamples`` resamples of ``n`` rows, in chunks of about
+    ``_CHUNK`` counts: (the first resample's number, its chunk). The draws are
+    ``default_rng(seed).integers(0, n, (resamples, n))``, made a chunk at a time."""
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CHUNK // n)
+    for start in range(0, resamples, per_chunk):
+        yield start, _draw_counts(rng, n, min(per_chunk, resamples - start))
 
 
 def _draw_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.int64]:

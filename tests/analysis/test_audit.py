@@ -19,6 +19,7 @@ from rag_judge.analysis.audit import (
     load_pairwise,
     modal_score,
     model_family,
+    slope_ci,
 )
 from rag_judge.data.sample import Sample
 from rag_judge.errors import ConfigError, DataError
@@ -347,3 +348,23 @@ def test_the_audit_reads_lengths_and_generators_from_the_index_not_the_samples_f
     monkeypatch.setattr(SampleFile, "__iter__", unread)
     audited = audit_report(report)
     assert audited and audited == audit_report(inline)
+
+
+def test_rubrics_on_the_same_answers_share_draws_and_others_keep_their_own() -> None:
+    lengths = [12, 40, None, 25, 33, 18, 60, 41, 27, 9]
+    faith = [2.0, 4.0, 3.0, 3.0, 4.0, 2.0, 5.0, 4.0, 3.0, 1.0]
+    report = report_of(faith, lengths)  # type: ignore[arg-type]
+    correct = [5.0, 4.0, 1.0, None, 2.0, 2.0, 1.0, 3.0, 3.0, 4.0]  # one failure: other answers
+    relevant = [1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 5.0]  # faith's answers
+    for name, column in (("correct", correct), ("relevant", relevant)):
+        for r, value in zip(report.samples, column, strict=True):
+            r.scores[name] = value
+        n = sum(v is not None for v in column)
+        info = report.summary["faith"].model_copy(update={"n": n, "errors": len(column) - n})
+        report.summary[name] = info
+        report.signatures[name] = report.signatures["faith"]
+    audits = audit_report(report, resamples=300, seed=4)
+    for name, column in (("faith", faith), ("correct", correct), ("relevant", relevant)):
+        kept = [(x, y) for x, y in zip(lengths, column, strict=True) if None not in (x, y)]
+        x, y = (np.array(v, dtype=np.float64) for v in zip(*kept, strict=True))
+        assert audits[name].length_slope_ci == slope_ci(x, y, resamples=300, seed=4), name
