@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_judge import JudgeEvaluator, Pipeline, Sample, load_config
+from rag_judge import pipeline as pipeline_module
 from rag_judge.data.stream import InMemory
 from rag_judge.evaluators import EVALUATORS
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
@@ -232,3 +233,18 @@ def test_lines_are_written_whatever_the_chunks_and_the_driver_parts(
     assert (tmp_path / "side.jsonl").read_bytes() == expected
     assert offsets[-1] == len(expected) and len(offsets) == len(samples) + 1
     same_index(side_index, index)
+
+
+def test_a_run_that_fails_after_the_pass_leaves_no_samples_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "runs"))
+    (tmp_path / "runs").mkdir()
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise RuntimeError("summaries down")
+
+    monkeypatch.setattr(pipeline_module, "summarize_run", broken)
+    with pytest.raises(RuntimeError, match="summaries down"):
+        run(tmp_path, 2)
+    assert list((tmp_path / "runs").iterdir()) == []

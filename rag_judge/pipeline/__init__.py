@@ -182,6 +182,7 @@ class Pipeline:
         source = self._source(dataset)
         folder = Path(tempfile.mkdtemp(prefix="rag-judge-run-"))
         collected = Collected(folder)
+        report: Report | None = None
         steps: dict[str, list[str]] = {}
         units: dict[int, UnitStep] = {}  # the per-unit evaluators' steps, by evaluator index
         try:
@@ -229,7 +230,8 @@ class Pipeline:
             if added:
                 steps["conditioned on answering"] = added
             ordered = [units[i] for i in sorted(units)]  # config order
-            if added or ordered:  # pragma: no cover - share_pass writes none for such a run
+            if joined is not None and (added or ordered):  # pragma: no cover - none is written
+                joined.path.unlink()  # for such a run: share_pass is not given the path
                 joined = None
             report = conclude(self._report(collected, source, ordered, joined), cfg, labels)
             # Ray shards that ran again or were lost (logged when it happened): said in the report
@@ -238,6 +240,8 @@ class Pipeline:
             for s in [*collected.steps, *(u.step for u in units.values())]:
                 s.spool.close()
                 s.spool.path.unlink(missing_ok=True)
+            if report is None:  # a samples file a side process wrote for a run that failed
+                (folder / SAMPLES_FILE).unlink(missing_ok=True)
             _remove_if_empty(folder)
         return RunResult(report, _evaluated(report.samples), steps)
 
