@@ -22,7 +22,9 @@ from rag_judge import pipeline as pipeline_module
 from rag_judge.data.stream import InMemory
 from rag_judge.evaluators import EVALUATORS
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
+from rag_judge.evaluators.judge import JudgeRun
 from rag_judge.evaluators.result import EvaluatorResult, Final
+from rag_judge.judge.prompts import PromptRenderer
 from rag_judge.llm import ClientConfig
 from rag_judge.pipeline import collect
 from rag_judge.pipeline.collect import Collected
@@ -248,3 +250,50 @@ def test_a_run_that_fails_after_the_pass_leaves_no_samples_file(
     with pytest.raises(RuntimeError, match="summaries down"):
         run(tmp_path, 2)
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_the_side_process_renders_the_judges_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = run(tmp_path, 1).report
+    calls = renders_here(monkeypatch)
+    side = run(tmp_path, 2).report
+    assert calls == []  # every prompt came from the side process
+    same_file(side.samples, alone.samples)
+    assert side.summary == alone.summary
+
+
+def renders_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the prompts rendered in this process."""
+    calls: list[int] = []
+    render = PromptRenderer.render
+
+    def counted(self: PromptRenderer, *args: Any) -> Any:
+        calls.append(1)
+        return render(self, *args)
+
+    monkeypatch.setattr(PromptRenderer, "render", counted)
+    return calls
+
+
+def fails_there(samples: Sequence[Sample]) -> None:
+    raise RuntimeError("no prompts here")
+
+
+class WorkFails(JudgeRun):
+    def aside(self) -> Any:
+        return fails_there
+
+
+def test_work_that_fails_in_the_side_process_is_done_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = run(tmp_path, 1).report
+    prepare = JudgeEvaluator.prepare
+    monkeypatch.setattr(
+        JudgeEvaluator, "prepare", lambda self, **kw: WorkFails(self, prepare(self, **kw).panel)
+    )
+    calls = renders_here(monkeypatch)
+    side = run(tmp_path, 2).report
+    assert len(calls) == 34 * 2  # every prompt rendered here
+    same_file(side.samples, alone.samples)

@@ -278,6 +278,16 @@ class EvaluatorRun:
         """Another step's judgments, one per sample in order, of the metrics the evaluator
         ``reads()``; the default reads none."""
 
+    def aside(self) -> Callable[[Sequence[Sample]], Any] | None:
+        """Work on each chunk that another process may do for this run, as a picklable
+        callable (a judge's prompts, rendered by the side process of a ``processes: 2`` run
+        that parses the samples anyway); None (the default): none."""
+        return None
+
+    def take_aside(self, samples: Sequence[Sample], done: Any) -> None:
+        """What :meth:`aside`'s callable returned for ``samples`` (None: nothing), before
+        they are scored here; the scores must not depend on it."""
+
     def evaluate(self, samples: Sequence[Sample]) -> EvaluatorResult:
         """Score one chunk of samples."""
         ev = self.evaluator

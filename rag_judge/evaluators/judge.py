@@ -21,6 +21,7 @@ from rag_judge.evaluators.result import EvaluatorResult
 from rag_judge.judge import jury as jury_
 from rag_judge.judge.judging import Verdict
 from rag_judge.judge.panel import Clients, RubricPanel
+from rag_judge.judge.prerender import PromptWork
 from rag_judge.judge.prompts import compiled
 from rag_judge.judge.rubrics import (
     FILE_SUFFIXES,
@@ -214,6 +215,12 @@ class JudgeRun(EvaluatorRun):
 
     def signatures(self) -> dict[str, Signature]:
         return self.panel.signatures()
+
+    def aside(self) -> PromptWork | None:
+        return self.panel.rendered.work(self.panel.rubrics)
+
+    def take_aside(self, samples: Sequence[Sample], done: Any) -> None:
+        self.panel.rendered.take(samples, done)
 
     def evaluate_chunks(
         self, chunks: Iterable[Sequence[Sample]], emit: Callable[[EvaluatorResult], None]

@@ -12,7 +12,7 @@ from typing import Any
 
 from rag_judge.data.sample import Sample
 from rag_judge.judge.asking import Outcome
-from rag_judge.judge.prompts import PromptError, PromptRenderer, sample_variables
+from rag_judge.judge.prompts import PromptError
 from rag_judge.judge.reply_json import schema_valid
 from rag_judge.judge.rubrics import Rubric, missing_input
 from rag_judge.judge.verdicts import VERDICT_SCHEMA, JudgeVerdict, Scoring, Unscored
@@ -53,11 +53,11 @@ class Verdict:
 def build_jobs(
     samples: Sequence[Sample],
     rubrics: Sequence[Rubric],
-    renderer: PromptRenderer,
+    render: Callable[[Rubric, Sample, int | None], tuple[ChatMessage, ...]],
     request: Callable[[tuple[ChatMessage, ...]], CompletionRequest],
 ) -> tuple[list[Job], list[Verdict]]:
     """One job per request of ``samples``; a sample that lacks an input, or that a template
-    cannot render, gets a failed verdict instead (no call)."""
+    cannot render (``render`` raises PromptError), gets a failed verdict instead (no call)."""
     jobs: list[Job] = []
     failed: list[Verdict] = []
     for i, sample in enumerate(samples):
@@ -71,7 +71,7 @@ def build_jobs(
             built = []
             try:
                 for ctx in targets:
-                    messages = renderer.render(rubric, sample_variables(rubric, sample, ctx))
+                    messages = render(rubric, sample, ctx)
                     ctx_id = sample.contexts[ctx].id if ctx is not None else None
                     built.append(Job(i, rubric, ctx, ctx_id, request(messages)))
             except PromptError as exc:  # the template cannot render this sample

@@ -19,6 +19,7 @@ from rag_judge.data.sample import Sample
 from rag_judge.judge.asking import Outcome, ask_panel_chunks_sync
 from rag_judge.judge.judging import Job, Verdict, build_jobs, verdicts
 from rag_judge.judge.jury import Jury, juror_names
+from rag_judge.judge.prerender import Rendered
 from rag_judge.judge.prompts import PromptRenderer
 from rag_judge.judge.rubrics import NORM, Rubric
 from rag_judge.judge.settings import Judge, JudgeSession, open_cache
@@ -76,6 +77,7 @@ class RubricPanel:
     ) -> None:
         self.rubrics = list(rubrics)
         self.renderer = renderer
+        self.rendered = Rendered(renderer)  # prompts another process rendered, if any
         self.sessions = list(sessions)
         self.n, self.top_logprobs, self.jury = n, top_logprobs, jury
         self.scorings = [scoring_of(s.client, logprobs) for s in self.sessions]
@@ -145,7 +147,7 @@ class RubricPanel:
         for scoring, session in zip(self.scorings, self.sessions, strict=True):
             if scoring not in jobs:
                 built, problems = build_jobs(
-                    samples, self.rubrics, self.renderer, self._request(scoring, session)
+                    samples, self.rubrics, self.rendered.render, self._request(scoring, session)
                 )
                 jobs[scoring] = built
                 failed = failed or problems

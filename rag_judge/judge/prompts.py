@@ -203,7 +203,8 @@ class PromptRenderer:
     splits = True
 
     def __init__(self, template_dirs: Sequence[str | Path] = ()) -> None:
-        self.search_path = [Path(d) for d in template_dirs] + [resource_dir("prompts")]
+        self.template_dirs = tuple(Path(d) for d in template_dirs)
+        self.search_path = [*self.template_dirs, resource_dir("prompts")]
         self.env = _Sandbox(
             loader=jinja2.FileSystemLoader([str(p) for p in self.search_path]),
             undefined=jinja2.StrictUndefined,

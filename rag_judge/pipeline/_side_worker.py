@@ -1,9 +1,11 @@
 """The side process of a run with ``processes: 2`` (rag_judge.pipeline.passes), run as
 ``python -m rag_judge.pipeline._side_worker FD``: FD is its end of a socket pair to the run.
 
-It is sent the dataset's path, the chunk size, the evaluators, the run's log level and where to
-write samples.jsonl (or None); it says it is ready once they are prepared, then reads the
-dataset in the run's chunks and answers each chunk with every evaluator's result and seconds,
+It is sent the dataset's path, the chunk size, the evaluators, the run's log level, where to
+write samples.jsonl (or None) and the driver's work to do on each chunk (``EvaluatorRun.aside``:
+a judge's prompts, or None); it says it is ready once they are prepared, then reads the
+dataset in the run's chunks and answers each chunk with every evaluator's result and seconds
+and that work's result,
 then with each evaluator's final word (None for one that crashed), or with an error that
 stops it. When it writes samples.jsonl (``pipeline.side_join``), a thread takes the driver's
 results the run sends, so neither side ever waits on a send the other is not reading; its last
@@ -22,7 +24,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource
@@ -46,7 +48,7 @@ def _worker_main(fd: int) -> None:
     fixed_mmap_threshold()
     conn = Connection(fd)
     try:
-        path, size, labels, evaluators, level, join = pickle.loads(conn.recv_bytes())
+        path, size, labels, evaluators, level, join, aside = pickle.loads(conn.recv_bytes())
         logging.basicConfig(format="%(levelname)s %(name)s (side process): %(message)s")
         logging.getLogger("rag_judge").setLevel(level)
         riders = [
@@ -58,7 +60,8 @@ def _worker_main(fd: int) -> None:
         joiner = _Joiner(conn, join)
         for chunk in source.chunks(size):
             results = [(r.score(chunk), r.last) for r in riders]
-            _send(conn, ("chunk", results))
+            done, aside = _aside(aside, chunk)
+            _send(conn, ("chunk", (results, done)))
             joiner.chunk(chunk, [result for result, _ in results])
         _send(conn, ("end", [r.final() for r in riders]))
         joiner.end()
@@ -66,6 +69,20 @@ def _worker_main(fd: int) -> None:
         _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _aside(
+    work: Callable[[Sequence[Sample]], Any] | None, chunk: Sequence[Sample]
+) -> tuple[Any, Callable[[Sequence[Sample]], Any] | None]:
+    """The driver's work done here on ``chunk`` (its judge's prompts), or None; work that
+    fails once is left to the run from then on."""
+    if work is None:
+        return None, None
+    try:
+        return work(chunk), work
+    except Exception:
+        log.debug("the driver's work on a chunk failed here: left to the run", exc_info=True)
+        return None, None
 
 
 class _Joiner:

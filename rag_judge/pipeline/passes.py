@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +37,9 @@ from rag_judge.report.model import SampleIndex
 __all__ = ["SideProcess", "cannot_send", "share_pass"]
 
 log = logging.getLogger("rag_judge")
+
+# The driver's work on each chunk done in the side process, and where the run takes it.
+Aside = tuple[Callable[[Sequence[Sample]], Any], Callable[[Sequence[Sample], Any], None]]
 
 
 def share_pass(
@@ -87,7 +90,7 @@ def share_pass(
             if samples is not None and steps == list(range(len(runs))):
                 slots = [None if i == driver else riding.index(i) for i in steps]
                 join = Join(samples, slots, driven[2])
-            side = partial(_open_side, source.path, size, join=join)
+            side = partial(_open_side, source.path, size, join=join, aside=_aside(driven[1]))
         else:
             log.warning("processes: 2: %s cannot be sent to a second process: run here", kept)
     stream_together(riders, driven, source.chunks(size), side)
@@ -116,9 +119,22 @@ def cannot_send(riders: Sequence[Rider]) -> str | None:
     return None
 
 
-def _open_side(path: Path, size: int, riders: Sequence[Rider], join: Join | None) -> Riders:
+def _aside(run: EvaluatorRun) -> Aside | None:
+    """The driver's work the side process can do on each chunk, when it pickles."""
+    work = run.aside()
     try:
-        return SideProcess(path, size, riders, join)
+        pickle.dumps(work)
+    except Exception:
+        log.debug("the driver's work on each chunk does not pickle: done here", exc_info=True)
+        return None
+    return None if work is None else (work, run.take_aside)
+
+
+def _open_side(
+    path: Path, size: int, riders: Sequence[Rider], join: Join | None, aside: Aside | None
+) -> Riders:
+    try:
+        return SideProcess(path, size, riders, join, aside)
     except (OSError, pickle.PicklingError) as exc:
         log.warning("processes: 2: no second process (%s): the evaluators run here", exc)
         return Inline(riders)
@@ -132,9 +148,15 @@ class SideProcess:
     remote = True
 
     def __init__(
-        self, path: Path, size: int, riders: Sequence[Rider], join: Join | None = None
+        self,
+        path: Path,
+        size: int,
+        riders: Sequence[Rider],
+        join: Join | None = None,
+        aside: Aside | None = None,
     ) -> None:
         self.riders = riders
+        self._take_aside = aside[1] if aside is not None else None
         self.lost: Exception | None = None
         self._ready = False
         self._join = join
@@ -142,7 +164,8 @@ class SideProcess:
         labels = [r.label for r in riders]
         evaluators = [r.run.evaluator for r in riders]
         joined = (str(join.path), join.slots) if join is not None else None
-        message = (str(path), size, labels, evaluators, level, joined)
+        work = aside[0] if aside is not None else None
+        message = (str(path), size, labels, evaluators, level, joined, work)
         sent = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)  # before any process starts
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -209,9 +232,10 @@ class SideProcess:
             Inline(self.riders).take(chunk)
             return
         results: list[tuple[EvaluatorResult, float]] = []
+        done = None
         if self.lost is None:
             try:
-                results = self._receive("chunk")  # type: ignore[assignment]
+                results, done = self._receive("chunk")  # type: ignore[misc]
                 if any(len(result.errors) != len(chunk) for result, _ in results):
                     raise RuntimeError("the side process read the dataset in other chunks")
             except RuntimeError as exc:
@@ -228,6 +252,8 @@ class SideProcess:
                 rider.step.add(result)
             rider.seconds += seconds
             rider.last = seconds
+        if self._take_aside is not None:  # before the driver takes the chunk
+            self._take_aside(chunk, done if self.lost is None else None)
 
     def finish(self) -> None:
         if self.here:

@@ -23,6 +23,7 @@ from rag_judge.report.model import (
 )
 from rag_judge.report.samples import Column
 from rag_judge.stats import bootstrap_ci, bootstrap_cis, clustered_bootstrap_ci
+from rag_judge.stats.bootstrap import SumStatistic, exact_sums
 
 __all__ = ["shared_intervals", "summarize", "summarize_run"]
 
@@ -48,7 +49,7 @@ def summarize(
     errors. ``values`` may be a run's :class:`Column` (a
     million floats are not made Python objects). ``clusters`` labels each value with its
     conversation: the interval then resamples conversations (:func:`clustered_bootstrap_ci`).
-    ``ci``: the mean's interval, found already (:func:`shared_intervals`)."""
+    ``ci``: the interval, found already (:func:`shared_intervals`)."""
     info = info or MetricInfo()
     described = {
         "kind": info.kind, "scale": info.scale, "normalises": info.normalises,
@@ -68,9 +69,10 @@ def summarize(
     if not len(scored):
         return MetricSummary(mean=None, n=0, **counts, **described)
     if corpus is not None:
-        rows = corpus.rows[scored]
+        rows = corpus.rows if len(scored) == len(corpus.rows) else corpus.rows[scored]
         point = corpus.score(rows)
-        ci = _interval(rows, scored, clusters, resamples, confidence, seed, corpus.score)
+        if ci is None:
+            ci = _interval(rows, scored, clusters, resamples, confidence, seed, corpus.score)
         aggregate = corpus.description
     else:
         arr = column[scored]
@@ -85,22 +87,38 @@ def summarize(
 
 
 def shared_intervals(
-    columns: dict[str, Column], *, resamples: int, confidence: float, seed: int
+    columns: dict[str, Column],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    corpora: dict[str, tuple[Column, CorpusStatistic]] | None = None,
 ) -> dict[str, tuple[float, float] | tuple[None, None]]:
     """The bootstrap intervals :func:`summarize` would find for the means of the columns that
     have a value on every sample, found together (:func:`bootstrap_cis`: one draw of rows
-    serves them all); ``columns`` holds no corpus statistic and no clustered metric."""
+    serves them all); ``columns`` holds no corpus statistic and no clustered metric. Of the
+    ``corpora`` (a metric's column and statistic), those of exact column sums over every
+    sample (corpus BLEU, chrF) are found from the same draws."""
     by_length: dict[int, dict[str, NDArray[np.float64]]] = {}
+    sums: dict[int, dict[str, tuple[NDArray[np.float64], SumStatistic]]] = {}
     for metric, column in columns.items():
         values, present = column.arrays()
         if len(present) and present.all():
             by_length.setdefault(len(values), {})[metric] = values
+    for metric, (column, corpus) in (corpora or {}).items():
+        present = column.arrays()[1]
+        statistic, rows = corpus.score, corpus.rows
+        whole = len(present) and present.all() and len(rows) == len(present)
+        if whole and isinstance(statistic, SumStatistic) and exact_sums(rows):
+            sums.setdefault(len(rows), {})[metric] = (rows, statistic)
     out: dict[str, tuple[float, float] | tuple[None, None]] = {}
-    for group in by_length.values():
+    for n in {*by_length, *sums}:
+        group, summed = by_length.get(n, {}), sums.get(n, {})
         found = bootstrap_cis(
-            list(group.values()), resamples=resamples, confidence=confidence, seed=seed
-        )
-        out.update(zip(group, found, strict=True))
+            list(group.values()), resamples=resamples, confidence=confidence, seed=seed,
+            sums=list(summed.values()),
+        )  # fmt: skip
+        out.update(zip([*group, *summed], found, strict=True))
     return out
 
 
@@ -140,7 +158,13 @@ def summarize_run(
     averaged = {  # the means without a corpus statistic: their intervals found together
         m: s.columns[m] for s in steps for m in s.metrics if not s.has_corpus(m)
     }
-    intervals = shared_intervals(averaged, resamples=resamples, confidence=confidence, seed=seed)
+    corpora = {  # and the corpus statistics of column sums, from the same draws
+        m: (s.columns[m], corpus) for s in steps for m in s.metrics
+        if (corpus := s.corpus(m)) is not None
+    }  # fmt: skip
+    intervals = shared_intervals(
+        averaged, resamples=resamples, confidence=confidence, seed=seed, corpora=corpora
+    )
     for step in steps:
         usage += step.usage
         for metric in step.metrics:
@@ -150,7 +174,7 @@ def summarize_run(
                 resamples=resamples,
                 confidence=confidence,
                 seed=seed,
-                corpus=step.corpus(metric),
+                corpus=corpora[metric][1] if metric in corpora else None,
                 unscored=step.unscored.get(metric, 0),
                 not_applicable=step.not_applicable.get(metric, 0),
                 info=step.info.get(metric),

@@ -22,6 +22,8 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_cis",
     "clustered_bootstrap_ci",
+    "count_chunks",
+    "exact_sums",
     "sign_flip_pvalue",
 ]
 
@@ -52,7 +54,7 @@ def bootstrap_ci(
         cis = bootstrap_cis([values], resamples=resamples, confidence=confidence, seed=seed)
         return cis[0]
     rng = np.random.default_rng(seed)
-    if isinstance(statistic, SumStatistic) and _exact_sums(values):
+    if isinstance(statistic, SumStatistic) and exact_sums(values):
         # A resample's column sums are the draw counts times the rows: a product of n counts
         # instead of a gather of n rows, and the same sums, exact in any order.
         boot = np.empty(resamples)
@@ -81,7 +83,7 @@ class SumStatistic:
         return self.of_sums(np.asarray(rows).sum(axis=0).tolist())
 
 
-def _exact_sums(values: NDArray[np.float64]) -> bool:
+def exact_sums(values: NDArray[np.float64]) -> bool:
     """Whether every sum of ``len(values)`` rows drawn from ``values`` is exact in float64:
     finite integers whose largest possible column sum stays below 2**53."""
     if values.ndim != 2 or not np.isfinite(values).all():
@@ -97,6 +99,7 @@ def bootstrap_cis(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    sums: Sequence[tuple[NDArray[np.float64], SumStatistic]] = (),
 ) -> list[tuple[float, float] | tuple[None, None]]:
     """The percentile bootstrap interval of the mean of each column, all of one length: with
     one seed every column's resamples are the same rows, so each chunk of row draws is made
@@ -105,15 +108,19 @@ def bootstrap_cis(
     A resample's mean is the column weighted by how often each row was drawn (the draw
     counts), summed pairwise in row order and divided by n, not a gather of the drawn rows:
     about 2x faster for many columns over many rows (slower for one column: the counts cost
-    more than one gather), and the same arithmetic for any chunking or thread count."""
-    n = len(columns[0]) if columns else 0
-    if any(len(c) != n for c in columns):
+    more than one gather), and the same arithmetic for any chunking or thread count.
+
+    ``sums``: statistics of column sums over rows of the same length whose sums are exact
+    (:func:`exact_sums`), each a resample's draw counts times its rows from the same draws:
+    their intervals follow the columns', as :func:`bootstrap_ci` finds them."""
+    n = len(columns[0]) if columns else len(sums[0][0]) if sums else 0
+    if any(len(c) != n for c in columns) or any(len(rows) != n for rows, _ in sums):
         raise ValueError("bootstrap_cis: the columns differ in length")
     if n == 0 or resamples <= 0:
-        return [(None, None)] * len(columns)
+        return [(None, None)] * (len(columns) + len(sums))
     flats = [np.asarray(c, dtype=np.float64) for c in columns]
     finite = [bool(np.isfinite(f).all()) for f in flats]
-    boot = np.empty((len(flats), resamples))
+    boot = np.empty((len(flats) + len(sums), resamples))
     per_chunk = max(1, _CHUNK // n)
     # numpy multiplies and sums without the GIL: the columns go to threads, one per core,
     # when there are enough rows to repay a thread (the results do not depend on it).
@@ -127,6 +134,11 @@ def bootstrap_cis(
                 pool.submit(_resampled_means, flats, finite, group, counts, buf[:size], boot, start)
                 for group, buf in zip(groups, buffers, strict=True)
             ]
+            if sums:  # here, while the threads weigh the columns
+                drawn = counts.astype(np.float64)
+                for k, (rows, statistic) in enumerate(sums, start=len(flats)):
+                    found = (drawn @ rows).tolist()
+                    boot[k, start : start + size] = [statistic.of_sums(f) for f in found]
             for job in jobs:
                 job.result()  # re-raises a thread's error
     alpha = (1.0 - confidence) / 2.0

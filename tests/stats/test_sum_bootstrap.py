@@ -7,12 +7,14 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from rag_judge.metrics.sacrebleu import corpus_bleu_from_rows, corpus_bleu_from_sums
-from rag_judge.stats.bootstrap import SumStatistic, _exact_sums, bootstrap_ci
+from rag_judge.stats import bootstrap
+from rag_judge.stats.bootstrap import SumStatistic, bootstrap_ci, bootstrap_cis, exact_sums
 
 
 def _ratio(sums: list[float]) -> float:
@@ -48,11 +50,32 @@ def test_corpus_bleu_rows_bootstrap_as_before() -> None:
 
 
 def test_rows_whose_sums_may_not_be_exact_are_gathered() -> None:
-    assert _exact_sums(np.array([[1.0, 2.0], [3.0, 0.0]]))
-    assert not _exact_sums(np.array([[1.5, 2.0]]))  # a fraction: sums depend on their order
-    assert not _exact_sums(np.array([[np.nan, 2.0]]))
-    assert not _exact_sums(np.array([[2.0**52, 1.0], [1.0, 1.0]]))  # past 2**53 when summed
-    assert not _exact_sums(np.array([1.0, 2.0]))  # one column: not rows
+    assert exact_sums(np.array([[1.0, 2.0], [3.0, 0.0]]))
+    assert not exact_sums(np.array([[1.5, 2.0]]))  # a fraction: sums depend on their order
+    assert not exact_sums(np.array([[np.nan, 2.0]]))
+    assert not exact_sums(np.array([[2.0**52, 1.0], [1.0, 1.0]]))  # past 2**53 when summed
+    assert not exact_sums(np.array([1.0, 2.0]))  # one column: not rows
     fractions = np.random.default_rng(0).uniform(0, 1, size=(50, 2))
     by_counts = bootstrap_ci(fractions, resamples=40, statistic=SumStatistic(_ratio))
     assert by_counts == bootstrap_ci(fractions, resamples=40, statistic=_ratio_of_rows)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 60), st.just(2)), elements=st.integers(0, 50)),
+    st.integers(0, 2**31),
+    st.sampled_from([7, 100, 2_000_000]),
+)
+def test_sums_share_the_means_draws_and_keep_their_interval(
+    rows: np.ndarray, seed: int, chunk: int
+) -> None:
+    rows[:, 1] += rows[:, 0]
+    column = rows[:, 0] / 7.0
+    stat = SumStatistic(_ratio)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bootstrap, "_CHUNK", chunk)  # resamples drawn a few at a time, or all
+        both = bootstrap_cis([column], resamples=60, seed=seed, sums=[(rows, stat)])
+        alone = bootstrap_ci(rows, resamples=60, seed=seed, statistic=stat)
+        only = bootstrap_cis([], resamples=60, seed=seed, sums=[(rows, stat)])
+    assert both == [bootstrap_cis([column], resamples=60, seed=seed)[0], alone]
+    assert only == [alone]
