@@ -32,12 +32,20 @@ class PromptWork:
         self.rubrics = tuple(rubrics)
         self.template_dirs = tuple(template_dirs)
         self._renderer: PromptRenderer | None = None
+        self._systems: dict[str, str] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"rubrics": self.rubrics, "template_dirs": self.template_dirs}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["rubrics"], state["template_dirs"])  # type: ignore[misc]
+
+    def _one(self, message: ChatMessage) -> str:
+        """A system message as one object for every sample that has it (a rubric's fixed
+        text): pickled once per chunk."""
+        if message.role != "system":
+            return message.content
+        return self._systems.setdefault(message.content, message.content)
 
     def __call__(self, samples: Sequence[Sample]) -> list[SamplePrompts]:
         if self._renderer is None:
@@ -52,7 +60,7 @@ class PromptWork:
                 targets = range(len(sample.contexts)) if rubric.per_context else [None]
                 try:
                     prompts[rubric.name] = [
-                        tuple((m.role, m.content) for m in renderer.render(
+                        tuple((m.role, self._one(m)) for m in renderer.render(
                             rubric, sample_variables(rubric, sample, ctx)
                         ))
                         for ctx in targets

@@ -5,7 +5,7 @@ It is sent the dataset's path, the chunk size, the evaluators, the run's log lev
 write samples.jsonl (or None) and the driver's work to do on each chunk (``EvaluatorRun.aside``:
 a judge's prompts, or None); it says it is ready once they are prepared, then reads the
 dataset in the run's chunks and answers each chunk with every evaluator's result and seconds
-and that work's result,
+and that work's result (or None: left to the run, when this process has no time to spare),
 then with each evaluator's final word (None for one that crashed), or with an error that
 stops it. When it writes samples.jsonl (``pipeline.side_join``), a thread takes the driver's
 results the run sends, so neither side ever waits on a send the other is not reading; its last
@@ -15,11 +15,13 @@ word is the file's offsets and index, or why it gave the file up.
 from __future__ import annotations
 
 import logging
+import math
 import pickle
 import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from multiprocessing.connection import Connection
@@ -58,10 +60,10 @@ def _worker_main(fd: int) -> None:
         source = JsonlSource(Path(path))
         source.checked()  # the run checks the ids; this pass only reads
         joiner = _Joiner(conn, join)
+        spare = Spare(aside)
         for chunk in source.chunks(size):
             results = [(r.score(chunk), r.last) for r in riders]
-            done, aside = _aside(aside, chunk)
-            _send(conn, ("chunk", (results, done)))
+            spare.send(conn, ("chunk", (results, spare.work(chunk))))
             joiner.chunk(chunk, [result for result, _ in results])
         _send(conn, ("end", [r.final() for r in riders]))
         joiner.end()
@@ -71,18 +73,39 @@ def _worker_main(fd: int) -> None:
         conn.close()
 
 
-def _aside(
-    work: Callable[[Sequence[Sample]], Any] | None, chunk: Sequence[Sample]
-) -> tuple[Any, Callable[[Sequence[Sample]], Any] | None]:
-    """The driver's work done here on ``chunk`` (its judge's prompts), or None; work that
-    fails once is left to the run from then on."""
-    if work is None:
-        return None, None
-    try:
-        return work(chunk), work
-    except Exception:
-        log.debug("the driver's work on a chunk failed here: left to the run", exc_info=True)
-        return None, None
+class Spare:
+    """The driver's work on each chunk (its judge's prompts), done here while this process has
+    time to spare: when, sending the last chunk's results, it waited on the run at least as
+    long as the work took (the first chunk: always). The run does the work of the chunks it is
+    not sent, so the two processes share it by their load. Work that fails once is left to the
+    run from then on."""
+
+    def __init__(
+        self,
+        work: Callable[[Sequence[Sample]], Any] | None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._work, self._clock = work, clock
+        self.cost = 0.0  # the work's seconds on the last chunk it was done on
+        self.waited = math.inf  # the seconds the last send took
+
+    def work(self, chunk: Sequence[Sample]) -> Any:
+        if self._work is None or self.waited < self.cost:
+            return None
+        start = self._clock()
+        try:
+            done = self._work(chunk)
+        except Exception:
+            log.debug("the driver's work on a chunk failed here: left to the run", exc_info=True)
+            self._work = None
+            return None
+        self.cost = self._clock() - start
+        return done
+
+    def send(self, conn: Connection, message: object) -> None:
+        start = self._clock()
+        _send(conn, message)
+        self.waited = self._clock() - start
 
 
 class _Joiner:
