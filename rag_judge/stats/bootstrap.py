@@ -130,12 +130,14 @@ def bootstrap_cis(
     with ThreadPoolExecutor(len(groups)) as pool:
         for start, counts in count_chunks(n, resamples, seed):
             size = len(counts)
+            # As doubles once for every column: a product of doubles is twice as fast as of
+            # an integer and a double (numpy casts the integer each time), and the same.
+            drawn = counts.astype(np.float64)
             jobs = [
-                pool.submit(_resampled_means, flats, finite, group, counts, buf[:size], boot, start)
+                pool.submit(_resampled_means, flats, finite, group, drawn, buf[:size], boot, start)
                 for group, buf in zip(groups, buffers, strict=True)
             ]
             if sums:  # here, while the threads weigh the columns
-                drawn = counts.astype(np.float64)
                 for k, (rows, statistic) in enumerate(sums, start=len(flats)):
                     found = (drawn @ rows).tolist()
                     boot[k, start : start + size] = [statistic.of_sums(f) for f in found]
@@ -170,7 +172,7 @@ def _draw_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.int6
 
 def _resampled_means(
     flats: Sequence[NDArray[np.float64]], finite: Sequence[bool], group: list[int],
-    counts: NDArray[np.int64], buf: NDArray[np.float64], boot: NDArray[np.float64], start: int,
+    counts: NDArray[np.float64], buf: NDArray[np.float64], boot: NDArray[np.float64], start: int,
 ) -> None:  # fmt: skip
     """The resamples' means of the columns in ``group``, into ``boot`` from ``start``. Each
     row of the weighted chunk is summed by numpy's pairwise sum of a contiguous row (a sum
@@ -182,7 +184,7 @@ def _resampled_means(
 
 
 def _weighted(
-    counts: NDArray[np.int64], values: NDArray[np.float64], out: NDArray[np.float64],
+    counts: NDArray[np.float64], values: NDArray[np.float64], out: NDArray[np.float64],
     finite: bool,
 ) -> NDArray[np.float64]:  # fmt: skip
     """``counts * values`` into ``out``, 0 where a row was not drawn: an infinite or NaN value
@@ -238,7 +240,7 @@ def clustered_bootstrap_ci(
         per_chunk = max(1, _CHUNK // k)
         for start in range(0, resamples, per_chunk):
             size = min(per_chunk, resamples - start)
-            drawn = _draw_counts(rng, k, size)  # how often each cluster was drawn
+            drawn = _draw_counts(rng, k, size).astype(np.float64)  # each cluster's draws
             weighted = _weighted(drawn, sums, np.empty(drawn.shape), finite)
             stats.append(weighted.sum(axis=1) / (drawn * counts).sum(axis=1))
         boot = np.concatenate(stats)
