@@ -188,16 +188,19 @@ class RubricPanel:
             return partial(read_completion, scoring=scoring, max_tokens=max_tokens)
 
         labels = [f"judge {n.text}" for n in self.names] if self.jury else ["judge"]
-        with open_cache(self.sessions[0].judge.cache_path()) as cache:
-            usage = ask_panel_chunks_sync(
-                [partial(s.engine, cache) for s in self.sessions],
-                requests(),
-                [parse(m, s.judge.max_tokens) for m, s in zip(self.scorings, self.sessions)],
-                answered,
-                shape=VERDICT_SHAPE,
-                reask=self.sessions[0].judge.reask,
-                labels=labels,
-            )
+        try:
+            with open_cache(self.sessions[0].judge.cache_path()) as cache:
+                usage = ask_panel_chunks_sync(
+                    [partial(s.engine, cache) for s in self.sessions],
+                    requests(),
+                    [parse(m, s.judge.max_tokens) for m, s in zip(self.scorings, self.sessions)],
+                    answered,
+                    shape=VERDICT_SHAPE,
+                    reask=self.sessions[0].judge.reask,
+                    labels=labels,
+                )
+        finally:
+            self.rendered.take([], None)  # the last chunk's prompts are not kept past the run
         final = []
         for planned, tally in zip(self.planned, used, strict=True):
             updates = tally.updates()

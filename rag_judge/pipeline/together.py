@@ -32,6 +32,7 @@ __all__ = [
     "fixed_mmap_threshold",
     "rides",
     "stream_together",
+    "trimmed_heap",
 ]
 
 log = logging.getLogger("rag_judge")
@@ -39,6 +40,9 @@ log = logging.getLogger("rag_judge")
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 MMAP_THRESHOLD = 128 * 1024
+
+
+_fixed = False  # whether this process fixed its mmap threshold (and so may trim its heap)
 
 
 def fixed_mmap_threshold() -> bool:
@@ -49,10 +53,25 @@ def fixed_mmap_threshold() -> bool:
     library caller's process is left as it is."""
     if not sys.platform.startswith("linux"):
         return False
+    global _fixed
     try:
         libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+        _fixed = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
     except (OSError, AttributeError):  # another C library (musl): nothing to tune
+        _fixed = False
+    return _fixed
+
+
+def trimmed_heap() -> bool:
+    """In a process that fixed its mmap threshold, give the heap's free pages back to the
+    system (glibc's malloc_trim) once a long pass is over: the pass's chunks of samples,
+    prompts and replies leave free memory between long-lived objects that the report's end
+    would otherwise carry; whether it did."""
+    if not _fixed:
+        return False
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
         return False
 
 
@@ -227,6 +246,7 @@ def stream_together(
         scorer.finish()
     finally:
         scorer.close()
+    trimmed_heap()
     for rider, s in zip(riders, shown, strict=True):
         display.end(s, rider.seconds)
     wall = display.now() - started
