@@ -6,6 +6,7 @@ Report for its renderers and gates."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from rag_judge.analysis.audit import audit_report, failed_judge_warnings
 from rag_judge.analysis.calibration import labels_from_dataset, load_labels
@@ -59,7 +60,7 @@ def read_labels(cfg: ExperimentConfig) -> Labels:
 def conclude(report: Report, cfg: ExperimentConfig, labels: Labels) -> Report:
     """``report`` with its labelled slice, PPI estimates, jury agreement and audit filled in.
     Labels of ids the run did not evaluate are left out, with a warning that counts them."""
-    ids = set(report.ids())
+    ids = _samples_among(report, labels)
     unmatched = label_warnings(sorted(labels.keys() - ids), len(labels))
     report.labels = {sid: row for sid, row in labels.items() if sid in ids}
     if report.labels and cfg.labels is not None:
@@ -103,8 +104,9 @@ def _correct_retrieval(report: Report, cfg: ExperimentConfig) -> list[ReportWarn
     if cfg.labels is None:
         report.chunk_grading = chunk_grading(cfg.evaluators, cfg.seed, {})
         return []
-    ids = set(report.ids())
-    relevance = {sid: g for sid, g in read_relevance(cfg).items() if sid in ids}
+    graded = read_relevance(cfg)
+    ids = _samples_among(report, graded)
+    relevance = {sid: g for sid, g in graded.items() if sid in ids}
     found = retrieval_corrections(
         report, cfg.evaluators, relevance, confidence=report.confidence, method=cfg.labels.method
     )
@@ -114,6 +116,15 @@ def _correct_retrieval(report: Report, cfg: ExperimentConfig) -> list[ReportWarn
     report.grade_confusion = found.confusion
     report.chunk_grading = chunk_grading(cfg.evaluators, cfg.seed, found.grades)
     return found.warnings
+
+
+def _samples_among(report: Report, ids: Iterable[str]) -> set[str]:
+    """Which of ``ids`` are samples of the run, found without a set of every sample's id (a
+    million ids cost ~100 MB as a set of strings; a run without labels needs none)."""
+    wanted = set(ids)
+    if not wanted:
+        return set()
+    return {sid for sid in report.index().ids if sid in wanted}
 
 
 def label_warnings(unmatched: list[str], total: int) -> list[ReportWarning]:
