@@ -28,6 +28,7 @@ from rag_judge.judge.prompts import PromptRenderer
 from rag_judge.llm import ClientConfig
 from rag_judge.pipeline import _side_worker as side_worker
 from rag_judge.pipeline import collect
+from rag_judge.pipeline import passes as passes_module
 from rag_judge.pipeline.collect import Collected
 from rag_judge.pipeline.side_join import Part, SideJoin
 from rag_judge.report.model import Failure, Signature
@@ -339,3 +340,28 @@ def test_the_side_process_does_the_work_while_it_has_time_to_spare(
 
     broken = side_worker.Spare(fails, clock)
     assert broken.work([1]) is None and broken.work([2]) is None  # type: ignore[arg-type]
+
+
+def test_a_side_process_that_cannot_be_sent_its_work_leaves_the_riders_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    alone = run(tmp_path, 1).report
+
+    def refused(self: Any, data: Any) -> None:
+        raise OSError("broken pipe")
+
+    monkeypatch.setattr(passes_module.Connection, "send_bytes", refused)
+    side = run(tmp_path, 2).report
+    assert "no second process (broken pipe): the evaluators run here" in caplog.text
+    same_file(side.samples, alone.samples)
+
+
+def test_a_short_run_whose_side_gave_the_file_up_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(EVALUATORS, "grows", Grows)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "runs"))
+    (tmp_path / "runs").mkdir()
+    report = run(tmp_path, 2, [EVALUATORS["rouge"](), Grows()], inline_samples=100).report
+    assert isinstance(report.samples, list) and report.samples[-1].scores["b"] == 0.5
+    assert list((tmp_path / "runs").iterdir()) == []

@@ -138,11 +138,13 @@ def _slope_cis(
     confidence: float,
     seed: int,
 ) -> list[tuple[float, float] | None]:
-    if length_slope(lengths, scores[0]) is None:  # one length: no slope, for any scores
-        return [None] * len(scores)
-    return slope_cis(
-        lengths, scores, resamples=resamples, confidence=confidence, seed=seed, per=PER_WORDS
-    )
+    sloped = [y for y in scores if length_slope(lengths, y) is not None]
+    found = iter(
+        slope_cis(lengths, sloped, resamples=resamples, confidence=confidence, seed=seed,
+                  per=PER_WORDS) if sloped else []
+    )  # fmt: skip
+    # A rubric without a slope (one length, or a NaN score) has no interval; the others do.
+    return [next(found) if length_slope(lengths, y) is not None else None for y in scores]
 
 
 def length_strata(

@@ -41,8 +41,8 @@ class PromptWork:
         self.__init__(state["rubrics"], state["template_dirs"])  # type: ignore[misc]
 
     def _one(self, message: ChatMessage) -> str:
-        """A system message as one object for every sample that has it (a rubric's fixed
-        text): pickled once per chunk."""
+        """A system message as one object for every sample of the chunk that has it (a
+        rubric's fixed text): pickled once per chunk."""
         if message.role != "system":
             return message.content
         return self._systems.setdefault(message.content, message.content)
@@ -51,6 +51,7 @@ class PromptWork:
         if self._renderer is None:
             self._renderer = compiled(self.rubrics, self.template_dirs)
         renderer = self._renderer
+        self._systems.clear()  # shared within a chunk's message, not kept across chunks
         out = []
         for sample in samples:
             prompts: SamplePrompts = {}

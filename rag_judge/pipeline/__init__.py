@@ -240,7 +240,9 @@ class Pipeline:
             for s in [*collected.steps, *(u.step for u in units.values())]:
                 s.spool.close()
                 s.spool.path.unlink(missing_ok=True)
-            if report is None:  # a samples file a side process wrote for a run that failed
+            if report is None or not isinstance(report.samples, SampleFile):
+                # a samples file a side process wrote (or gave up) for a run that failed or
+                # keeps its samples inline
                 (folder / SAMPLES_FILE).unlink(missing_ok=True)
             _remove_if_empty(folder)
         return RunResult(report, _evaluated(report.samples), steps)

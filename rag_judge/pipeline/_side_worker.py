@@ -120,14 +120,22 @@ class _Joiner:
         self._why = ""
         self._parts: queue.SimpleQueue[Part | None] = queue.SimpleQueue()
         if join is not None:
-            self._join = SideJoin(Path(join[0]), join[1])
+            try:
+                self._join = SideJoin(Path(join[0]), join[1])
+            except Exception as exc:  # no file here: the run joins, the riders go on
+                self._why = f"{type(exc).__name__}: {exc}"
+                return
             threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         try:
             while True:
-                self._parts.put(pickle.loads(self._conn.recv_bytes()))
-        except (EOFError, OSError):  # the run has gone: the end says so
+                part = pickle.loads(self._conn.recv_bytes())
+                if self._join is not None:  # given up: the rest is read and let go
+                    self._parts.put(part)
+        except BaseException:  # the run has gone, or a part would not read: the end says so
+            pass
+        finally:
             self._parts.put(None)
 
     def chunk(self, samples: Sequence[Sample], results: Sequence[EvaluatorResult]) -> None:
@@ -171,6 +179,11 @@ class _Joiner:
         if self._join is not None:
             self._join.abandon()  # closed now: nothing of it reaches the file the run writes
         self._why, self._join = why, None
+        while True:  # the parts read so far are let go (the thread lets the rest go)
+            try:
+                self._parts.get_nowait()
+            except queue.Empty:
+                break
 
 
 if __name__ == "__main__":

@@ -156,6 +156,7 @@ class SideProcess:
         aside: Aside | None = None,
     ) -> None:
         self.riders = riders
+        self._tapped: Step | None = None  # the driver's step, once it sends to the join
         self._take_aside = aside[1] if aside is not None else None
         self.lost: Exception | None = None
         self._ready = False
@@ -194,7 +195,8 @@ class SideProcess:
             return
         try:
             self._conn.send_bytes(pickle.dumps(Part.of(result, lines), pickle.HIGHEST_PROTOCOL))
-        except OSError:  # it has gone: the next chunk's results say so; the run joins
+        except Exception as exc:  # gone (the next chunk's results say so), or a part that
+            log.debug("processes: 2: the run joins the samples itself: %s", exc)  # won't pickle
             self._join = None
 
     def _receive(self, expected: str) -> object:

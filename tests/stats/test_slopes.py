@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_judge.analysis.audit import slope_ci
+from rag_judge.analysis.audit import _slope_cis, slope_ci
 from rag_judge.stats import bootstrap
 from rag_judge.stats.slopes import grouped, ols_slopes, slope_cis
 
@@ -80,3 +80,11 @@ def test_equal_regressors_are_grouped_in_order() -> None:
         (["c"], [1.0, 2.0, 4.0]),
         (["s"], [1.0, 2.0]),
     ]
+
+
+def test_a_rubric_without_a_slope_leaves_the_others_their_intervals() -> None:
+    x = np.array([10.0, 20.0, 30.0, 40.0, 55.0])
+    good, bad = np.array([1.0, 2.0, 2.0, 4.0, 5.0]), np.array([1.0, np.nan, 2.0, 3.0, 4.0])
+    found = _slope_cis(x, [bad, good], 200, 0.95, 1)
+    assert found[0] is None and found[1] == slope_ci(x, good, resamples=200, seed=1)
+    assert _slope_cis(np.array([5.0, 5.0, 5.0]), [good[:3]], 200, 0.95, 1) == [None]
