@@ -10,7 +10,7 @@ samples, whatever the number of samples.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.data.rows import RowWriter
+from rag_judge.data.sample import Sample
 from rag_judge.data.stream import SampleSource
 from rag_judge.evaluators.result import CorpusStatistic, EvaluatorResult, Final
 from rag_judge.report.judgments import read_judgments
@@ -34,7 +35,15 @@ from rag_judge.report.model import (
 )
 from rag_judge.report.samples import Column
 
-__all__ = ["Collected", "Joined", "Step", "detail_line", "priced_steps", "read_detail"]
+__all__ = [
+    "Collected",
+    "Joined",
+    "Step",
+    "detail_line",
+    "merged",
+    "priced_steps",
+    "read_detail",
+]
 
 
 @dataclass
@@ -138,6 +147,25 @@ def detail_line(errors: dict[str, Failure], judgments: dict[str, Judgment]) -> b
     return json.dumps(data, ensure_ascii=False).encode()
 
 
+def merged(
+    sid: str,
+    parts: Iterable[tuple[Iterable[tuple[str, float | None]], bytes]],
+    sample: Sample | None = None,
+) -> SampleResult:
+    """A sample's result from each step's values and spool line, in step order: the scores
+    step by step, then the failures and judgments, a later step's entry for a key replacing
+    an earlier's (the run's join, and the side process's: ``side_join``)."""
+    scores: dict[str, float | None] = {}
+    errors: dict[str, Failure] = {}
+    judgments: dict[str, Judgment] = {}
+    for values, line in parts:
+        scores.update(values)
+        failed, judged = read_detail(line)
+        errors.update(failed)
+        judgments.update(judged)
+    return SampleResult(id=sid, scores=scores, errors=errors, judgments=judgments, sample=sample)
+
+
 def read_detail(line: bytes) -> tuple[dict[str, Failure], dict[str, Judgment]]:
     """A spool line as :func:`detail_line` wrote it (an empty line: nothing)."""
     if line in (b"\n", b""):
@@ -170,19 +198,11 @@ class Collected:
             i = 0
             for samples in source.chunks(chunk):
                 for sample in samples:
-                    scores: dict[str, float | None] = {}
-                    errors: dict[str, Failure] = {}
-                    judgments: dict[str, Judgment] = {}
-                    for s, fh in zip(self.steps, spools, strict=True):
-                        for metric, column in s.columns.items():
-                            scores[metric] = column.get(i)
-                        failed, judged = read_detail(fh.readline())
-                        errors.update(failed)
-                        judgments.update(judged)
-                    yield SampleResult(
-                        id=sample.id, scores=scores, errors=errors, judgments=judgments,
-                        sample=sample,
-                    )  # fmt: skip
+                    parts = (
+                        (((m, c.get(i)) for m, c in s.columns.items()), fh.readline())
+                        for s, fh in zip(self.steps, spools, strict=True)
+                    )
+                    yield merged(sample.id, parts, sample)
                     i += 1
         finally:
             for fh in spools:

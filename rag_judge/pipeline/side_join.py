@@ -13,7 +13,7 @@ the first chunk) abandons it, and the run joins as before.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 from rag_judge.data.rows import RowWriter
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.result import EvaluatorResult
-from rag_judge.pipeline.collect import Joined, Step, detail_line, read_detail
-from rag_judge.report.model import Failure, Judgment, SampleIndex, SampleResult
+from rag_judge.pipeline.collect import Joined, Step, detail_line, merged
+from rag_judge.report.model import SampleIndex
 from rag_judge.report.samples import About
 
 __all__ = ["Abandoned", "Join", "Part", "SideJoin"]
@@ -143,28 +143,20 @@ class SideJoin:
                 self._parts.popleft()
 
     def _line(self, chunk: _Chunk, part: Part) -> None:
-        """One sample's line, as ``Collected.results`` joins it: scores step by step, then each
-        step's failures and judgments, a later step's replacing an earlier's."""
+        """One sample's line, as the run's join makes it (``collect.merged``), each rider's
+        failures and judgments through the spool's JSON as the run reads them back."""
         i, j = chunk.at, part.at
-        scores: dict[str, float | None] = {}
-        errors: dict[str, Failure] = {}
-        judgments: dict[str, Judgment] = {}
-        for slot in self.slots:
+
+        def step(slot: int | None) -> tuple[Iterable[tuple[str, float | None]], bytes]:
             if slot is None:
-                for name in self._names[None]:
-                    scores[name] = _stored(part.values[name][j])
-                line = part.lines[j]
-            else:
-                result = chunk.results[slot]
-                for name in self._names[slot]:
-                    scores[name] = _stored(result.scores[name][i])
-                judged = result.judgments[i] if result.judgments else {}
-                line = detail_line(result.errors[i], judged)
-            if line:  # through the spool's JSON, as the run's join reads it
-                failed, found = read_detail(line)
-                errors.update(failed)
-                judgments.update(found)
-        r = SampleResult(id=chunk.ids[i], scores=scores, errors=errors, judgments=judgments)
+                values = part.values
+                return ((m, _stored(values[m][j])) for m in self._names[None]), part.lines[j]
+            result = chunk.results[slot]
+            judged = result.judgments[i] if result.judgments else {}
+            line = detail_line(result.errors[i], judged)
+            return ((m, _stored(result.scores[m][i])) for m in self._names[slot]), line
+
+        r = merged(chunk.ids[i], (step(slot) for slot in self.slots))
         head = r.model_dump_json().encode()
         if not head.endswith(_TAIL) or self._writer is None:
             raise Abandoned("a result's JSON does not end with its sample")
