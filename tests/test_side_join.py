@@ -35,8 +35,8 @@ from rag_judge.report.model import Failure, Signature
 from rag_judge.report.samples import SampleFile, SampleIndex
 from tests.test_shared_pass import CONFIG, DEMO, DEMO_DATA, DiesOn, Rider
 
-JUDGE = JudgeEvaluator(
-    rubrics=["faithfulness", "correctness"], client=ClientConfig(provider="stub")
+JUDGE = JudgeEvaluator(  # no cache: both runs of a test call the stub
+    rubrics=["faithfulness", "correctness"], client=ClientConfig(provider="stub"), cache=None
 )
 
 
