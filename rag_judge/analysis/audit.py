@@ -138,13 +138,14 @@ def _slope_cis(
     confidence: float,
     seed: int,
 ) -> list[tuple[float, float] | None]:
-    sloped = [y for y in scores if length_slope(lengths, y) is not None]
+    # A rubric without a slope (one length, or a NaN score) has no interval; the others do.
+    has = [length_slope(lengths, y) is not None for y in scores]
+    sloped = [y for y, h in zip(scores, has, strict=True) if h]
     found = iter(
         slope_cis(lengths, sloped, resamples=resamples, confidence=confidence, seed=seed,
                   per=PER_WORDS) if sloped else []
     )  # fmt: skip
-    # A rubric without a slope (one length, or a NaN score) has no interval; the others do.
-    return [next(found) if length_slope(lengths, y) is not None else None for y in scores]
+    return [next(found) if h else None for h in has]
 
 
 def length_strata(

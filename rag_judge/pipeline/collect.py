@@ -90,8 +90,10 @@ class Step:
                     self.not_applicable[metric] = self.not_applicable.get(metric, 0) + 1
                 elif failure.kind is FailureKind.MISSING_INPUT:
                     self.missing.setdefault(metric, set()).add(self.n + at)
-            lines.append(detail_line(errors, judgments))
-            self.spool.write(lines[-1])
+            line = detail_line(errors, judgments)
+            self.spool.write(line)
+            if self.tap is not None:
+                lines.append(line)
         self.n += size
         if self.tap is not None:
             self.tap(result, lines)
