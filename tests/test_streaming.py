@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from rag_judge import DataError, Pipeline, Report, Sample, load_config
+from rag_judge.data import column as column_
 from rag_judge.data.jsonl import read_jsonl
 from rag_judge.data.rows import RowFile, RowWriter, line_offsets
 from rag_judge.evaluators import EVALUATORS
@@ -73,6 +75,29 @@ def test_chunked_and_file_backed_runs_give_the_same_report(tmp_path: Path) -> No
     # the summary over 34 samples is the exact mean, to the last digit
     ndcg = [r.scores["ndcg@5"] for r in whole.samples]
     assert whole.summary["ndcg@5"].mean == math.fsum(ndcg) / 34  # type: ignore[arg-type]
+
+
+def _mapped(values: np.ndarray) -> bool:
+    base = values
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base is not None
+
+
+def test_a_run_with_its_columns_in_files_gives_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = run(tmp_path, chunk=2000, inline=5000)
+    monkeypatch.setattr(column_, "TAIL", 4)  # every column and BLEU's rows past 4 samples
+    monkeypatch.setattr(stats_, "_ROWS", 5)  # the corpus sums 5 rows at a time
+    for chunk, inline in [(7, 0), (3, 5000)]:
+        other = run(tmp_path, chunk=chunk, inline=inline)
+        assert dumped(other) == dumped(whole), (chunk, inline)
+        assert other.audit == whole.audit
+    assert _mapped(other.index().column("ndcg@5")) is False  # inline: the report's own index
+    filed = run(tmp_path, chunk=7, inline=0)
+    assert _mapped(filed.index().column("ndcg@5"))  # the run's column, read from its file
+    assert filed.column("bleu") == whole.column("bleu")
 
 
 def test_a_file_backed_report_is_written_beside_and_loaded_back(tmp_path: Path) -> None:

@@ -30,26 +30,35 @@ _BLOCK = 1 << 22  # bytes read at a time when a file's line starts are found by 
 class RowWriter:
     """Appends one row per line (a line must not hold a newline) and records the offsets."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, offsets: bool = True) -> None:
         self.path = Path(path)
         self._fh = self.path.open("wb")
-        self._starts = array("q", [0])
+        # A file read only in order (a run's spool) keeps no offsets: 8 bytes a row saved.
+        self._starts: array[int] | None = array("q", [0]) if offsets else None
+        self._n = 0
+        self._end = 0
 
     def write(self, line: bytes) -> None:
         self._fh.write(line + b"\n")
-        self._starts.append(self._starts[-1] + len(line) + 1)
+        self._n += 1
+        self._end += len(line) + 1
+        if self._starts is not None:
+            self._starts.append(self._end)
 
     def __len__(self) -> int:
-        return len(self._starts) - 1
+        return self._n
 
     def flush(self) -> None:
         """Make the rows written so far readable by another handle on the file."""
         self._fh.flush()
 
     def close(self) -> NDArray[np.int64]:
-        """Close the file; the offsets of its rows (one more than the rows: the end)."""
+        """Close the file; the offsets of its rows (one more than the rows: the end), or only
+        the end for a writer that keeps none."""
         if not self._fh.closed:
             self._fh.close()
+        if self._starts is None:
+            return np.array([self._end], dtype=np.int64)
         offsets: NDArray[np.int64] = np.frombuffer(self._starts, dtype=np.int64).copy()
         return offsets
 

@@ -3,8 +3,9 @@ evaluator) the score columns as arrays, corpus statistics as rows, usage, and pe
 failures and judgments in a spool file on disk; at the end, one pass joins them with the samples
 into each sample's result (a list, or ``samples.jsonl`` past ``inline_samples``).
 
-Memory is the columns (8 bytes per sample and metric, plus a presence byte) and one chunk of
-samples, whatever the number of samples.
+Past a few thousand samples the columns (8 bytes per sample and metric, plus a presence byte)
+and the corpus rows are kept in unnamed temporary files in the run's folder (``data.column``):
+memory is then one chunk of samples, whatever the number of samples.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.data.column import Column, Rows
 from rag_judge.data.rows import RowWriter
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import SampleSource
@@ -33,7 +35,6 @@ from rag_judge.report.model import (
     Signature,
     Usage,
 )
-from rag_judge.report.samples import Column
 
 __all__ = [
     "Collected",
@@ -65,19 +66,22 @@ class Step:
     # Handed each chunk's result with its spool lines as they are added: the side process of a
     # ``processes: 2`` run writes samples.jsonl from them (``pipeline.side_join``).
     tap: Callable[[EvaluatorResult, list[bytes]], None] | None = None
+    # Where the columns and corpus rows go past a few thousand samples (unnamed temporary
+    # files): a run's memory then stays flat however many samples pass. None: in memory.
+    spill: Path | None = None
     _corpus: dict[str, CorpusStatistic] = field(default_factory=dict)
-    _rows: dict[str, list[NDArray[np.float64]]] = field(default_factory=dict)
+    _rows: dict[str, Rows] = field(default_factory=dict)
 
     def add(self, result: EvaluatorResult) -> None:
         """One chunk's result."""
         size = len(result.errors)
         for metric, values in result.scores.items():
             if metric not in self.columns:
-                self.columns[metric] = Column(self.n)
+                self.columns[metric] = Column(self.n, self.spill)
             self.columns[metric].extend(values)
         for metric, stat in result.corpus.items():
             self._corpus.setdefault(metric, stat)
-            self._rows.setdefault(metric, []).append(stat.rows)
+            self._rows.setdefault(metric, Rows(self.spill)).append(stat.rows)
         self.signatures.update(result.signatures)
         self.usage += result.usage
         judged = result.judgments or [{}] * size
@@ -114,12 +118,7 @@ class Step:
 
     def corpus(self, metric: str) -> CorpusStatistic | None:
         stat = self._corpus.get(metric)
-        if stat is None:
-            return None
-        rows = self._rows[metric]
-        if len(rows) > 1:  # joined once, the chunks' arrays let go (80 MB a million for BLEU)
-            rows[:] = [np.concatenate(rows)]
-        return replace(stat, rows=rows[0])
+        return None if stat is None else replace(stat, rows=self._rows[metric].array())
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,8 @@ class Collected:
     steps: list[Step] = field(default_factory=list)
 
     def step(self, info: dict[str, MetricInfo], name: str = "") -> Step:
-        s = Step(info, RowWriter(self.folder / f"step{len(self.steps)}.jsonl"), name=name)
+        spool = RowWriter(self.folder / f"step{len(self.steps)}.jsonl", offsets=False)
+        s = Step(info, spool, name=name, spill=self.folder)
         self.steps.append(s)
         return s
 
@@ -197,15 +197,20 @@ class Collected:
             s.spool.close()
             spools.append(s.spool.path.open("rb"))
         try:
-            i = 0
+            start = 0
             for samples in source.chunks(chunk):
-                for sample in samples:
+                stop = start + len(samples)
+                # each column's values for the chunk, read from its files as the chunk passes
+                windows = [
+                    [(m, c.window(start, stop)) for m, c in s.columns.items()] for s in self.steps
+                ]
+                for k, sample in enumerate(samples):
                     parts = (
-                        (((m, c.get(i)) for m, c in s.columns.items()), fh.readline())
-                        for s, fh in zip(self.steps, spools, strict=True)
+                        (((m, values[k]) for m, values in w), fh.readline())
+                        for w, fh in zip(windows, spools, strict=True)
                     )
                     yield merged(sample.id, parts, sample)
-                    i += 1
+                start = stop
         finally:
             for fh in spools:
                 fh.close()

@@ -24,6 +24,7 @@ from rag_judge.report.model import (
 from rag_judge.report.samples import Column
 from rag_judge.stats import bootstrap_ci, bootstrap_cis, clustered_bootstrap_ci
 from rag_judge.stats.bootstrap import SumStatistic, exact_sums
+from rag_judge.stats.pages import release
 
 __all__ = ["shared_intervals", "summarize", "summarize_run"]
 
@@ -60,6 +61,7 @@ def summarize(
         values.extend(given)
     column, present = values.arrays()
     scored = np.flatnonzero(present)
+    release(present)
     if unscored is None:
         unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
     if not_applicable is None:
@@ -68,15 +70,19 @@ def summarize(
     counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
     if not len(scored):
         return MetricSummary(mean=None, n=0, **counts, **described)
+    whole = len(scored) == len(present)  # every sample scored: no copy of the scored ones
     if corpus is not None:
         rows = corpus.rows if len(scored) == len(corpus.rows) else corpus.rows[scored]
         point = corpus.score(rows)
+        release(rows)
         if ci is None:
             ci = _interval(rows, scored, clusters, resamples, confidence, seed, corpus.score)
         aggregate = corpus.description
     else:
-        arr = column[scored]
-        point = math.fsum(arr.tolist()) / len(arr)  # exact mean, independent of order
+        arr = column if whole else column[scored]
+        # exact, independent of order; a memoryview's floats one at a time, not a list of all
+        point = math.fsum(np.ascontiguousarray(arr).data) / len(arr)
+        release(arr)
         if ci is None:
             ci = _interval(arr, scored, clusters, resamples, confidence, seed, None)
         aggregate = "mean"
@@ -103,12 +109,12 @@ def shared_intervals(
     sums: dict[int, dict[str, tuple[NDArray[np.float64], SumStatistic]]] = {}
     for metric, column in columns.items():
         values, present = column.arrays()
-        if len(present) and present.all():
+        if _whole(present):
             by_length.setdefault(len(values), {})[metric] = values
     for metric, (column, corpus) in (corpora or {}).items():
         present = column.arrays()[1]
         statistic, rows = corpus.score, corpus.rows
-        whole = len(present) and present.all() and len(rows) == len(present)
+        whole = _whole(present) and len(rows) == len(present)
         if whole and isinstance(statistic, SumStatistic) and exact_sums(rows):
             sums.setdefault(len(rows), {})[metric] = (rows, statistic)
     out: dict[str, tuple[float, float] | tuple[None, None]] = {}
@@ -120,6 +126,13 @@ def shared_intervals(
         )  # fmt: skip
         out.update(zip([*group, *summed], found, strict=True))
     return out
+
+
+def _whole(present: NDArray[np.bool_]) -> bool:
+    """Whether a column has a value on every sample (and any sample at all)."""
+    found = bool(len(present) and present.all())
+    release(present)
+    return found
 
 
 def _interval(

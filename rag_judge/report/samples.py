@@ -18,51 +18,13 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_judge.data.column import Column
 from rag_judge.data.rows import RowFile
 from rag_judge.data.sample import Sample
 from rag_judge.report.result import Degradation, SampleResult
 from rag_judge.report.types import Failure
 
 __all__ = ["About", "Column", "Ids", "SampleFile", "SampleIndex", "parse_result"]
-
-
-class Column:
-    """One metric over samples, in order: its values (NaN where it has none) and where it has
-    one (a value may itself be NaN); 9 bytes a sample. A column may be shorter than the samples
-    it belongs to: samples past its end have no value."""
-
-    def __init__(self, n: int = 0) -> None:
-        self.values = array("d", [math.nan] * n)
-        self.present = bytearray(n)
-
-    def __len__(self) -> int:
-        return len(self.present)
-
-    def extend(self, values: Sequence[float | None]) -> None:
-        self.values.extend(math.nan if v is None else v for v in values)
-        self.present.extend(v is not None for v in values)
-
-    def push(self, at: int, value: float, flag: bool) -> None:
-        """``value`` and its flag for sample ``at``; the samples before it that had none get
-        NaN and no flag."""
-        missing = at - len(self.present)
-        if missing > 0:
-            self.values.extend([math.nan] * missing)
-            self.present.extend(bytes(missing))
-        self.values.append(value)
-        self.present.append(flag)
-
-    def get(self, i: int) -> float | None:
-        return self.values[i] if i < len(self.present) and self.present[i] else None
-
-    def arrays(self, n: int | None = None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-        """Values and presence over ``n`` samples (default: the column's length): read-only
-        views where the column is complete (a million samples are not copied per reader)."""
-        n = len(self) if n is None else n
-        return (
-            _padded(np.frombuffer(self.values, dtype=np.float64), n, np.nan),
-            _padded(np.frombuffer(self.present, dtype=np.bool_), n, False),
-        )
 
 
 class Ids(Sequence[str]):
@@ -218,14 +180,6 @@ class SampleIndex:
         or no verdict) and whether that is the spread of sampled verdicts (else the
         probability of the top verdict, minus 1)."""
         return self._uncertainty.get(rubric, Column()).arrays(len(self.ids))
-
-
-def _padded(view: NDArray[Any], n: int, fill: float | bool) -> NDArray[Any]:
-    """``view`` read-only when it is ``n`` long, else a copy padded to ``n`` with ``fill``."""
-    if len(view) == n:
-        view.flags.writeable = False
-        return view
-    return np.concatenate([view, np.full(n - len(view), fill, dtype=view.dtype)])
 
 
 def parse_result(line: bytes) -> SampleResult:

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
+from rag_judge.stats.pages import release
 
 __all__ = [
     "CORRECTIONS",
@@ -25,11 +26,13 @@ __all__ = [
     "count_chunks",
     "exact_sums",
     "sign_flip_pvalue",
+    "summed",
 ]
 
 _CHUNK = 2_000_000  # resampled elements held in memory at once
 _THREADED = 50_000  # rows from which bootstrap_cis spreads its columns over threads
 _MAX_THREADS = 4  # each holds a gathered chunk (_CHUNK floats, 16 MB): the peak stays bounded
+_ROWS = 65_536  # rows of a memory-mapped array read at a time (then their pages let go)
 
 
 def bootstrap_ci(
@@ -59,8 +62,8 @@ def bootstrap_ci(
         # instead of a gather of n rows, and the same sums, exact in any order.
         boot = np.empty(resamples)
         for i in range(resamples):
-            counts = _draw_counts(rng, n, 1)[0].astype(np.float64)
-            boot[i] = statistic.of_sums((counts @ values).tolist())
+            counts = _draw_counts(rng, n, 1).astype(np.float64)
+            boot[i] = statistic.of_sums(summed(counts, values)[0].tolist())
     else:
         boot = np.array([statistic(values[rng.integers(0, n, size=n)]) for _ in range(resamples)])
     alpha = (1.0 - confidence) / 2.0
@@ -85,12 +88,31 @@ class SumStatistic:
 
 def exact_sums(values: NDArray[np.float64]) -> bool:
     """Whether every sum of ``len(values)`` rows drawn from ``values`` is exact in float64:
-    finite integers whose largest possible column sum stays below 2**53."""
-    if values.ndim != 2 or not np.isfinite(values).all():
+    finite integers whose largest possible column sum stays below 2**53. Read a block of rows
+    at a time (a memory-mapped array's pages let go after)."""
+    if values.ndim != 2:
         return False
-    return bool((values == np.floor(values)).all()) and (
-        len(values) * float(np.abs(values).max(initial=0.0)) < 2.0**53
-    )
+    top = 0.0
+    try:
+        for start in range(0, len(values), _ROWS):
+            block = values[start : start + _ROWS]
+            if not (np.isfinite(block).all() and (block == np.floor(block)).all()):
+                return False
+            top = max(top, float(np.abs(block).max(initial=0.0)))
+    finally:
+        release(values)
+    return len(values) * top < 2.0**53
+
+
+def summed(counts: NDArray[np.float64], rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``counts @ rows`` for rows of exact sums (:func:`exact_sums`), a block of rows at a time:
+    every partial sum is an exact integer, so the blocks change no digit, and a memory-mapped
+    ``rows`` holds one block's pages, not all."""
+    out = np.zeros((len(counts), *rows.shape[1:]))
+    for start in range(0, len(rows), _ROWS):
+        out += counts[:, start : start + _ROWS] @ rows[start : start + _ROWS]
+        release(rows)
+    return out
 
 
 def bootstrap_cis(
@@ -119,7 +141,7 @@ def bootstrap_cis(
     if n == 0 or resamples <= 0:
         return [(None, None)] * (len(columns) + len(sums))
     flats = [np.asarray(c, dtype=np.float64) for c in columns]
-    finite = [bool(np.isfinite(f).all()) for f in flats]
+    finite = [_finite(f) for f in flats]
     boot = np.empty((len(flats) + len(sums), resamples))
     per_chunk = max(1, _CHUNK // n)
     # numpy multiplies and sums without the GIL: the columns go to threads, one per core,
@@ -139,7 +161,7 @@ def bootstrap_cis(
             ]
             if sums:  # here, while the threads weigh the columns
                 for k, (rows, statistic) in enumerate(sums, start=len(flats)):
-                    found = (drawn @ rows).tolist()
+                    found = summed(drawn, rows).tolist()
                     boot[k, start : start + size] = [statistic.of_sums(f) for f in found]
             for job in jobs:
                 job.result()  # re-raises a thread's error
@@ -181,6 +203,13 @@ def _resampled_means(
     for c in group:
         weighted = _weighted(counts, flats[c], buf, finite[c])
         boot[c, start : start + len(counts)] = weighted.sum(axis=1) / n
+        release(flats[c])  # a column in a file: one column's pages held at a time
+
+
+def _finite(values: NDArray[np.float64]) -> bool:
+    found = bool(np.isfinite(values).all())
+    release(values)
+    return found
 
 
 def _weighted(
