@@ -59,7 +59,7 @@ def test_a_spilled_column_reads_as_the_column_in_memory(
     assert len(spilled) == len(kept)
     assert spilled.spilled == (len(kept) >= 3)
     n = len(kept) + extra  # a column shorter than its samples: the rest have no value
-    for (a, b) in zip(spilled.arrays(n), kept.arrays(n), strict=True):
+    for a, b in zip(spilled.arrays(n), kept.arrays(n), strict=True):
         assert _same(a, b)
         assert a.flags.writeable == bool(extra)  # a view of the values, or a padded copy
     for i in range(n):
