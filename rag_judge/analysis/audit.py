@@ -30,7 +30,8 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -206,23 +207,23 @@ def audit_report(
     found = {}
     for metric in rubrics:
         if metric.startswith(UNIT_PREFIXES):  # scored per turn: each turn's own answer
-            scores, length, family = _per_unit(report, metric, generators)
+            scores, length, family = _per_unit(report, metric, generators.of_samples())
+            seen = Counter(family)
         else:
             scored = index.present(metric) & ~np.isnan(index.column(metric))
             scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
             length = lengths[scored]
-            family = [g for g, s in zip(generators, scored, strict=True) if s]
-        found[metric] = (scores, length, family)
+            seen = generators.among(scored)
+        found[metric] = (scores, length, seen)
     intervals = _intervals({m: (length, scores) for m, (scores, length, _) in found.items()},
                            resamples, report.confidence, seed)  # fmt: skip
     out = {}
-    for metric, (scores, length, family) in found.items():
-        answered = ~np.isnan(length)
-        x, y = length[answered], scores[answered]
+    for metric, (scores, length, seen) in found.items():
+        x, y = _answered(length, scores)
         mode, share = modal_score(scores)
         summary = report.summary[metric]
         judged = summary.n + summary.errors
-        prefers, note = _self_preference(judge_families(report.signatures.get(metric)), family)
+        prefers, note = _self_preference(judge_families(report.signatures.get(metric)), seen)
         out[metric] = RubricAudit(
             metric=metric,
             n=len(scores),
@@ -247,7 +248,7 @@ def _intervals(
 ) -> dict[str, tuple[float, float] | None]:
     """Each rubric's :func:`slope_ci` over its answered samples (lengths, scores); rubrics
     judged on the same answers share one set of draws (``slopes.grouped``)."""
-    pairs = {m: (x[~np.isnan(x)], y[~np.isnan(x)]) for m, (x, y) in found.items()}
+    pairs = {m: _answered(x, y) for m, (x, y) in found.items()}
     out: dict[str, tuple[float, float] | None] = {}
     for x, metrics in grouped({m: x for m, (x, _) in pairs.items()}):
         ys = [pairs[m][1] for m in metrics]
@@ -294,16 +295,48 @@ def failed_judge_warnings(report: Report) -> list[ReportWarning]:
     return out
 
 
-def _per_sample(report: Report) -> tuple[NDArray[np.float64], list[str | None]]:
+@dataclass(frozen=True)
+class _Families:
+    """Each sample's generator family as a code into ``names`` (-1: the run's own, or none):
+    4 bytes a sample, not a list of a million strings."""
+
+    codes: NDArray[np.int32]
+    names: list[str | None]
+    default: str | None
+
+    def among(self, scored: NDArray[np.bool_]) -> Counter[str | None]:
+        """How many of the ``scored`` samples each family generated."""
+        counts = np.bincount(self.codes[scored] + 1, minlength=len(self.names) + 1).tolist()
+        seen: Counter[str | None] = Counter()
+        for family, count in zip([self.default, *self.names], counts, strict=True):
+            if count:
+                seen[family] += count
+        return seen
+
+    def of_samples(self) -> list[str | None]:
+        return [self.names[c] if c >= 0 else self.default for c in self.codes.tolist()]
+
+
+def _per_sample(report: Report) -> tuple[NDArray[np.float64], _Families]:
     """Each sample's answer length in words (NaN: no answer) and its generator's family, in the
     order of the report's index (which kept both as the samples passed)."""
     run_level = report.config.get("generator")
     default = model_family(run_level) if isinstance(run_level, str) and run_level else None
     index = report.index()
-    named = index.generators()
-    families = {n: model_family(n) for n in set(named) if n is not None}
-    generators = [families[n] if n is not None else default for n in named]
-    return np.array(index.answer_words, dtype=np.float64), generators
+    codes, named = index.generator_codes()
+    families = _Families(codes, [model_family(n) for n in named], default)
+    return np.array(index.answer_words, dtype=np.float64), families
+
+
+def _answered(
+    length: NDArray[np.float64], scores: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The lengths and scores of the samples with an answer (the arrays themselves when every
+    sample has one: a million are not copied)."""
+    answered = ~np.isnan(length)
+    if answered.all():
+        return length, scores
+    return length[answered], scores[answered]
 
 
 def _per_unit(
@@ -327,9 +360,10 @@ def _per_unit(
 
 
 def _self_preference(
-    judges: Mapping[str, str], generators: Iterable[str | None]
+    judges: Mapping[str, str], generators: Counter[str | None]
 ) -> tuple[bool | None, str]:
-    """Whether a scored sample's generator is of a judge's family, and a line saying so."""
+    """Whether a scored sample's generator (``generators``: how many samples each family
+    generated) is of a judge's family, and a line saying so."""
     if not judges:
         return None, "the judge model is not recorded in the rubric's signature"
     seen = Counter(generators)

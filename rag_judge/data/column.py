@@ -105,6 +105,8 @@ class Column:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (to another process) with its values, in memory: files stay with their
         process."""
+        if self._files is None:
+            return {"values": self.values, "present": self.present}
         values, present = self.arrays()
         return {"values": array("d", values.tobytes()), "present": bytearray(present.tobytes())}
 

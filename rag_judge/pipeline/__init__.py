@@ -42,6 +42,7 @@ from rag_judge.pipeline.per_unit import (
     with_units,
 )
 from rag_judge.pipeline.running import stream
+from rag_judge.pipeline.side_join import index_file
 from rag_judge.pipeline.summary import summarize, summarize_run
 from rag_judge.report import write_report
 from rag_judge.report.model import (
@@ -244,6 +245,7 @@ class Pipeline:
                 # a samples file a side process wrote (or gave up) for a run that failed or
                 # keeps its samples inline
                 (folder / SAMPLES_FILE).unlink(missing_ok=True)
+            index_file(folder / SAMPLES_FILE).unlink(missing_ok=True)  # a run that stopped first
             _remove_if_empty(folder)
         return RunResult(report, _evaluated(report.samples), steps)
 

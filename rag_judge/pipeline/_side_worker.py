@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource
 from rag_judge.evaluators.result import EvaluatorResult
-from rag_judge.pipeline.side_join import Abandoned, Part, SideJoin
+from rag_judge.pipeline.side_join import Abandoned, Part, SideJoin, index_file
 from rag_judge.pipeline.together import Rider, fixed_mmap_threshold
 
 log = logging.getLogger("rag_judge")
@@ -148,8 +148,22 @@ class _Joiner:
             return
         while self._join is not None and self._join.waiting:
             self._drain(block=True)
+        path = self._join.path if self._join is not None else None
         closed = self._guarded(lambda j: j.close())
-        _send(self._conn, ("joined", closed) if closed is not None else ("unjoined", self._why))
+        if closed is None or path is None:
+            _send(self._conn, ("unjoined", self._why))
+            return
+        # The index goes through a file, streamed: neither process holds its pickle whole
+        # beside it (60 MB a million samples).
+        where = index_file(path)
+        try:
+            with where.open("wb") as fh:
+                pickle.dump(closed, fh, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            where.unlink(missing_ok=True)
+            _send(self._conn, ("unjoined", f"{type(exc).__name__}: {exc}"))
+            return
+        _send(self._conn, ("joined", str(where)))
 
     def _drain(self, *, block: bool) -> None:
         while self._join is not None:

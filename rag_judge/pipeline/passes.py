@@ -284,7 +284,15 @@ class SideProcess:
         if kind == "unjoined":
             log.debug("processes: 2: the side process gave samples.jsonl up: %s", body)
             return
-        offsets, index = cast(tuple[NDArray[np.int64], SampleIndex], body)
+        where = Path(cast(str, body))
+        try:
+            with where.open("rb") as fh:
+                offsets, index = cast(tuple[NDArray[np.int64], SampleIndex], pickle.load(fh))
+        except Exception as exc:  # unreadable: the run joins the samples itself
+            log.debug("processes: 2: no index of samples.jsonl: %s", exc)
+            return
+        finally:
+            where.unlink(missing_ok=True)
         join.done = Joined(join.path, offsets, index)
 
     def close(self) -> None:

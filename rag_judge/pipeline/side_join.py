@@ -27,9 +27,14 @@ from rag_judge.pipeline.collect import Joined, Step, detail_line, merged
 from rag_judge.report.model import SampleIndex
 from rag_judge.report.samples import About
 
-__all__ = ["Abandoned", "Join", "Part", "SideJoin"]
+__all__ = ["Abandoned", "Join", "Part", "SideJoin", "index_file"]
 
 _TAIL = b',"sample":null}'
+
+
+def index_file(path: Path) -> Path:
+    """Where the side process leaves the index of the samples file ``path`` for the run."""
+    return path.with_name(path.name + ".index")
 
 
 class Abandoned(Exception):

@@ -156,8 +156,15 @@ class SampleIndex:
 
     def generators(self) -> list[str | None]:
         """Per sample, the generator its metadata names (``generator``, else ``model``)."""
-        names = list(self._generator_names)
-        return [names[c] if c >= 0 else None for c in self._generator_codes]
+        codes, names = self.generator_codes()
+        return [names[c] if c >= 0 else None for c in codes.tolist()]
+
+    def generator_codes(self) -> tuple[NDArray[np.int32], list[str]]:
+        """Per sample, the generator its metadata names as a code into the names returned
+        (-1: none): 4 bytes a sample, not a string each (a read-only view)."""
+        codes = np.frombuffer(self._generator_codes, dtype=np.int32)
+        codes.flags.writeable = False
+        return codes, list(self._generator_names)
 
     def attach(self, metric: str, column: Column) -> None:
         """A whole column at once, shared, not copied (a run's own columns)."""

@@ -60,18 +60,17 @@ _MAX_SAMPLE = 60_000
 
 
 class Columns:
-    """Each metric's values over every sample, as float arrays (NaN where missing), built once
-    for the histograms and the selection of samples."""
+    """Each metric's values over every sample, as float arrays (NaN where missing), for the
+    histograms and the selection of samples: views of the index's columns, asked for each time
+    and not kept (a run's columns map files: a column read is let go when its reader is done,
+    not held with twenty others)."""
 
     def __init__(self, report: Report) -> None:
         self._report = report
         self._index = report.index()
-        self._cache: dict[str, npt.NDArray[np.float64]] = {}
 
     def column(self, metric: str) -> npt.NDArray[np.float64]:
-        if metric not in self._cache:
-            self._cache[metric] = self._index.column(metric)
-        return self._cache[metric]
+        return self._index.column(metric)
 
     def values(self, metric: str) -> npt.NDArray[np.float64]:
         if metric.startswith(UNIT_PREFIXES):  # scored per unit: every turn's or step's value
