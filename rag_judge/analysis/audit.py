@@ -210,9 +210,11 @@ def audit_report(
             scores, length, family = _per_unit(report, metric, generators.of_samples())
             seen = Counter(family)
         else:
-            scored = index.present(metric) & ~np.isnan(index.column(metric))
-            scores = np.asarray(index.column(metric)[scored], dtype=np.float64)
-            length = lengths[scored]
+            column = index.column(metric)
+            scored = index.present(metric) & ~np.isnan(column)
+            every = bool(scored.all())  # then no copy of a million scores and lengths
+            scores = np.array(column if every else column[scored], dtype=np.float64)
+            length = lengths if every else lengths[scored]
             seen = generators.among(scored)
         found[metric] = (scores, length, seen)
     intervals = _intervals({m: (length, scores) for m, (scores, length, _) in found.items()},
@@ -325,7 +327,7 @@ def _per_sample(report: Report) -> tuple[NDArray[np.float64], _Families]:
     index = report.index()
     codes, named = index.generator_codes()
     families = _Families(codes, [model_family(n) for n in named], default)
-    return np.array(index.answer_words, dtype=np.float64), families
+    return np.array(index.answer_words.numpy(), dtype=np.float64), families
 
 
 def _answered(

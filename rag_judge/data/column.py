@@ -1,10 +1,13 @@
-"""One metric's values over the samples of a run, in order: in memory, or past a few thousand
-values in an unnamed temporary file (``spill``) that the column reads back through a
-read-only memory map, so a run's columns cost disk, not memory, whatever the samples.
+"""Per-sample arrays of a run that grow with the samples (score columns, corpus rows, the
+index's ids and lengths, a file's offsets): in memory, or given a folder to ``spill`` to, past
+a few thousand items in an unnamed temporary file that readers see through a read-only
+memory map, so a run's memory stays flat whatever the number of samples.
 
-A reader of a spilled column holds only the pages it touched, and lets them go with
+A reader of a spilled array holds only the pages it touched, and lets them go with
 :func:`~rag_judge.stats.pages.release` (or when its array is dropped): the bootstrap over
-twenty columns of a million samples touches each in turn, not all at once.
+twenty columns of a million samples touches each in turn, not all at once. A spilled array
+pickled to another process carries its values, and spills again there (into the system's
+temporary folder) as it is unpickled.
 """
 
 from __future__ import annotations
@@ -13,18 +16,108 @@ import math
 import os
 import tempfile
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Column", "Rows", "padded"]
+__all__ = ["Column", "FileArray", "Rows", "padded"]
 
-# Values a spilled column keeps in memory before it appends them to its files: 8,192 values
-# are 72 kB, and a write of that size costs about what a chunk's scoring does.
+# Items a spilled array keeps in memory before it appends them to its file: 8,192 doubles are
+# 64 kB, a write that costs about what a chunk's scoring does.
 TAIL = 8192
+
+_DTYPES = {"d": np.float64, "q": np.int64, "i": np.int32, "B": np.uint8}
+
+
+class FileArray:
+    """An append-only array of one type (``typecode``: ``d``, ``q``, ``i`` or ``B``), in memory
+    or, given ``spill`` (a folder), in an unnamed temporary file past :data:`TAIL` items."""
+
+    def __init__(self, typecode: str, spill: str | Path | None = None) -> None:
+        self.typecode = typecode
+        self._dtype = np.dtype(_DTYPES[typecode])
+        self._tail = array(typecode)  # the items not yet in the file (all of them, unspilled)
+        self._spill: str | Path | None = spill
+        self._file: IO[bytes] | None = None
+        self._on_disk = 0  # items in the file
+
+    def __len__(self) -> int:
+        return self._on_disk + len(self._tail)
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+    def append(self, item: Any) -> None:
+        self._tail.append(item)
+        self._maybe_spill()
+
+    def extend(self, items: Iterable[Any] | bytes) -> None:
+        if isinstance(items, bytes | bytearray):
+            self._tail.frombytes(items)
+        else:
+            self._tail.extend(items)
+        self._maybe_spill()
+
+    def last(self) -> Any:
+        """The last item (the array must not be empty)."""
+        if self._tail:
+            return self._tail[-1]
+        return self.read(len(self) - 1, len(self))[0]
+
+    def read(self, start: int, stop: int) -> NDArray[Any]:
+        """Items ``start`` to ``stop`` (within the array), a copy read without a map."""
+        start, stop = max(0, start), min(stop, len(self))
+        if stop <= start:
+            return np.empty(0, self._dtype)
+        size = self._dtype.itemsize
+        parts = []
+        if start < self._on_disk and self._file is not None:
+            end = min(stop, self._on_disk)
+            raw = os.pread(self._file.fileno(), size * (end - start), size * start)
+            parts.append(np.frombuffer(raw, self._dtype))
+        if stop > self._on_disk:
+            lo = max(start, self._on_disk) - self._on_disk
+            parts.append(np.frombuffer(self._tail, self._dtype)[lo : stop - self._on_disk].copy())
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def numpy(self) -> NDArray[Any]:
+        """Every item: a view of the array in memory, or a read-only map of the file."""
+        self._flush()
+        if self._file is None or not len(self):
+            return np.frombuffer(self._tail, self._dtype)
+        return np.memmap(self._file, self._dtype, "r", shape=(len(self),))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its items (a file stays with its process), and whether it spills."""
+        items = self._tail if self._file is None else array(self.typecode, self.numpy().tobytes())
+        return {"typecode": self.typecode, "items": items, "spills": self._spill is not None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        spill = tempfile.gettempdir() if state["spills"] else None
+        self.__init__(state["typecode"], spill)  # type: ignore[misc]
+        self._tail = state["items"]
+        self._maybe_spill()
+
+    def _maybe_spill(self) -> None:
+        if self._spill is not None and len(self._tail) >= TAIL:
+            self._flush(to_disk=True)
+
+    def _flush(self, to_disk: bool = False) -> None:
+        """The items held in memory appended to the file (made at the first spill)."""
+        if self._file is None and not to_disk:
+            return
+        if self._file is None:
+            # unnamed (unlinked at once): the file goes when the array does, run ended or not
+            self._file = tempfile.TemporaryFile(dir=self._spill)  # noqa: SIM115
+        if self._tail:
+            self._file.write(memoryview(self._tail).cast("B"))
+            self._on_disk += len(self._tail)
+            self._tail = array(self.typecode)
+        self._file.flush()
 
 
 class Column:
@@ -34,58 +127,39 @@ class Column:
     belongs to: samples past its end have no value."""
 
     def __init__(self, n: int = 0, spill: str | Path | None = None) -> None:
-        self.values = array("d")  # the values not yet in the files (all of them, unspilled)
-        self.present = bytearray()
-        self._spill = None if spill is None else Path(spill)
-        self._files: tuple[IO[bytes], IO[bytes]] | None = None
-        self._on_disk = 0  # values in the files
+        self._values = FileArray("d", spill)
+        self._present = FileArray("B", spill)
         self._pad(n)
 
     def __len__(self) -> int:
-        return self._on_disk + len(self.present)
+        return len(self._present)
 
     @property
     def spilled(self) -> bool:
         """Whether the column's values are in files (a memory map reads them)."""
-        return self._files is not None
+        return self._values.spilled
 
     def extend(self, values: Sequence[float | None]) -> None:
-        self.values.extend(math.nan if v is None else v for v in values)
-        self.present.extend(v is not None for v in values)
-        self._maybe_spill()
+        self._values.extend(math.nan if v is None else v for v in values)
+        self._present.extend(v is not None for v in values)
 
     def push(self, at: int, value: float, flag: bool) -> None:
         """``value`` and its flag for sample ``at``; the samples before it that had none get
         NaN and no flag."""
         self._pad(at - len(self))
-        self.values.append(value)
-        self.present.append(flag)
-        self._maybe_spill()
+        self._values.append(value)
+        self._present.append(flag)
 
     def get(self, i: int) -> float | None:
-        if not 0 <= i < len(self):
+        if not 0 <= i < len(self) or not self._present.read(i, i + 1)[0]:
             return None
-        if i >= self._on_disk:
-            at = i - self._on_disk
-            return self.values[at] if self.present[at] else None
-        assert self._files is not None  # on disk, so spilled
-        flag = os.pread(self._files[1].fileno(), 1, i)
-        if flag != b"\x01":
-            return None
-        value: float = np.frombuffer(os.pread(self._files[0].fileno(), 8, 8 * i), np.float64)[0]
-        return float(value)
+        return float(self._values.read(i, i + 1)[0])
 
     def window(self, start: int, stop: int) -> list[float | None]:
         """The values of samples ``start`` to ``stop`` (None: no value, or past the column's
         end), read from the files without mapping them: the run's join, a chunk at a time."""
-        self._flush()
-        end = max(start, min(stop, len(self)))
-        if self._files is None:
-            values, flags = self.values[start:end].tolist(), bytes(self.present[start:end])
-        else:
-            raw = os.pread(self._files[0].fileno(), 8 * (end - start), 8 * start)
-            flags = os.pread(self._files[1].fileno(), end - start, start)
-            values = np.frombuffer(raw, np.float64).tolist()
+        values = self._values.read(start, stop).tolist()
+        flags = self._present.read(start, stop).tolist()
         out: list[float | None] = [v if f else None for v, f in zip(values, flags, strict=True)]
         return out + [None] * (stop - start - len(out))
 
@@ -93,56 +167,14 @@ class Column:
         """Values and presence over ``n`` samples (default: the column's length): read-only
         views where the column is complete (in memory, or a map of its files), not copies."""
         n = len(self) if n is None else n
-        self._flush()
-        if self._files is None or not len(self):
-            values = np.frombuffer(self.values, dtype=np.float64)
-            present = np.frombuffer(self.present, dtype=np.bool_)
-        else:
-            values = np.memmap(self._files[0], np.float64, "r", shape=(len(self),))
-            present = np.memmap(self._files[1], np.bool_, "r", shape=(len(self),))
+        values = self._values.numpy()
+        present = self._present.numpy().view(np.bool_)
         return padded(values, n, np.nan), padded(present, n, False)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled (to another process) with its values, in memory: files stay with their
-        process."""
-        if self._files is None:
-            return {"values": self.values, "present": self.present}
-        values, present = self.arrays()
-        return {"values": array("d", values.tobytes()), "present": bytearray(present.tobytes())}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
-        self.values, self.present = state["values"], state["present"]
 
     def _pad(self, missing: int) -> None:
         if missing > 0:
-            self.values.extend(array("d", [math.nan]) * missing)
-            self.present.extend(bytes(missing))
-            self._maybe_spill()
-
-    def _maybe_spill(self) -> None:
-        if self._spill is not None and len(self.present) >= TAIL:
-            self._flush(to_disk=True)
-
-    def _flush(self, to_disk: bool = False) -> None:
-        """The values held in memory appended to the files (created at the first spill)."""
-        if self._files is None and not to_disk:
-            return
-        if self._files is None:
-            # unnamed (unlinked at once): the files go when the column does, run ended or not
-            folder = self._spill
-            self._files = (
-                tempfile.TemporaryFile(dir=folder),  # noqa: SIM115 - the column's lifetime
-                tempfile.TemporaryFile(dir=folder),  # noqa: SIM115
-            )
-        values, flags = self._files
-        if self.present:
-            values.write(memoryview(self.values).cast("B"))
-            flags.write(self.present)
-            self._on_disk += len(self.present)
-            self.values, self.present = array("d"), bytearray()
-        values.flush()
-        flags.flush()
+            self._values.extend(array("d", [math.nan]) * missing)
+            self._present.extend(bytes(missing))
 
 
 class Rows:
@@ -151,28 +183,31 @@ class Rows:
 
     def __init__(self, spill: str | Path | None = None) -> None:
         self._chunks: list[NDArray[np.float64]] = []
-        self._file = None if spill is None else tempfile.TemporaryFile(dir=spill)  # noqa: SIM115
+        self._spill = spill
+        self._file: IO[bytes] | None = None
         self._n = 0
         self._tail: tuple[int, ...] = ()  # a row's shape (``(k,)``; ``()``: one number a row)
 
     def append(self, rows: NDArray[np.float64]) -> None:
         rows = np.ascontiguousarray(rows, dtype=np.float64)
         self._tail = rows.shape[1:]
-        if self._file is None:
+        if self._spill is None:
             self._chunks.append(rows)
         else:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(dir=self._spill)  # noqa: SIM115
             self._file.write(rows.tobytes())
         self._n += len(rows)
 
     def array(self) -> NDArray[np.float64]:
         """Every row so far: a read-only map of the file, or the chunks joined once."""
-        if self._file is None:
+        if self._spill is None:
             if len(self._chunks) > 1:  # joined once, the chunks let go (80 MB a million: BLEU)
                 self._chunks[:] = [np.concatenate(self._chunks)]
             return self._chunks[0] if self._chunks else np.empty((0, *self._tail))
-        self._file.flush()
-        if not self._n:
+        if self._file is None or not self._n:
             return np.empty((0, *self._tail))
+        self._file.flush()
         return np.memmap(self._file, np.float64, "r", shape=(self._n, *self._tail))
 
 

@@ -13,13 +13,14 @@ import contextlib
 import os
 import shutil
 import weakref
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rag_judge.data.column import FileArray
 
 __all__ = ["RowFile", "RowWriter", "line_offsets"]
 
@@ -30,11 +31,16 @@ _BLOCK = 1 << 22  # bytes read at a time when a file's line starts are found by 
 class RowWriter:
     """Appends one row per line (a line must not hold a newline) and records the offsets."""
 
-    def __init__(self, path: str | Path, *, offsets: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, offsets: bool = True, spill: str | Path | None = None
+    ) -> None:
         self.path = Path(path)
         self._fh = self.path.open("wb")
-        # A file read only in order (a run's spool) keeps no offsets: 8 bytes a row saved.
-        self._starts: array[int] | None = array("q", [0]) if offsets else None
+        # A file read only in order (a run's spool) keeps no offsets: 8 bytes a row saved;
+        # ``spill``: a folder for them past a few thousand rows (``data.column``).
+        self._starts = FileArray("q", spill) if offsets else None
+        if self._starts is not None:
+            self._starts.append(0)
         self._n = 0
         self._end = 0
 
@@ -52,6 +58,11 @@ class RowWriter:
         """Make the rows written so far readable by another handle on the file."""
         self._fh.flush()
 
+    @property
+    def offsets(self) -> FileArray | None:
+        """The offsets kept so far, as stored (to hand to another process, spilled or not)."""
+        return self._starts
+
     def close(self) -> NDArray[np.int64]:
         """Close the file; the offsets of its rows (one more than the rows: the end), or only
         the end for a writer that keeps none."""
@@ -59,7 +70,7 @@ class RowWriter:
             self._fh.close()
         if self._starts is None:
             return np.array([self._end], dtype=np.int64)
-        offsets: NDArray[np.int64] = np.frombuffer(self._starts, dtype=np.int64).copy()
+        offsets: NDArray[np.int64] = self._starts.numpy()
         return offsets
 
 

@@ -81,7 +81,9 @@ class Step:
             self.columns[metric].extend(values)
         for metric, stat in result.corpus.items():
             self._corpus.setdefault(metric, stat)
-            self._rows.setdefault(metric, Rows(self.spill)).append(stat.rows)
+            if metric not in self._rows:
+                self._rows[metric] = Rows(self.spill)
+            self._rows[metric].append(stat.rows)
         self.signatures.update(result.signatures)
         self.usage += result.usage
         judged = result.judgments or [{}] * size
@@ -217,8 +219,8 @@ class Collected:
 
     def to_file(self, results: Iterator[SampleResult], path: Path) -> SampleFile:
         """The results written one per line to ``path``, indexed as they go."""
-        index = SampleIndex()
-        writer = RowWriter(path)
+        index = SampleIndex(spill=self.folder)
+        writer = RowWriter(path, spill=self.folder)
         for r in results:
             index.add(r, scores=False)  # the columns are the steps' own, attached below
             writer.write(r.model_dump_json().encode())

@@ -21,9 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-from numpy.typing import NDArray
-
+from rag_judge.data.column import FileArray
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource, SampleSource
 from rag_judge.evaluators.base import EvaluatorRun
@@ -287,13 +285,13 @@ class SideProcess:
         where = Path(cast(str, body))
         try:
             with where.open("rb") as fh:
-                offsets, index = cast(tuple[NDArray[np.int64], SampleIndex], pickle.load(fh))
+                offsets, index = cast(tuple[FileArray, SampleIndex], pickle.load(fh))
         except Exception as exc:  # unreadable: the run joins the samples itself
             log.debug("processes: 2: no index of samples.jsonl: %s", exc)
             return
         finally:
             where.unlink(missing_ok=True)
-        join.done = Joined(join.path, offsets, index)
+        join.done = Joined(join.path, offsets.numpy(), index)
 
     def close(self) -> None:
         """Stop the worker (at once, if the run stopped early)."""

@@ -17,9 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-from numpy.typing import NDArray
-
+from rag_judge.data.column import FileArray
 from rag_judge.data.rows import RowWriter
 from rag_judge.data.sample import Sample
 from rag_judge.evaluators.result import EvaluatorResult
@@ -88,14 +86,16 @@ class SideJoin:
 
     path: Path
     slots: Sequence[int | None]
-    index: SampleIndex = field(default_factory=SampleIndex)
+    index: SampleIndex = field(init=False)
     _names: dict[int | None, list[str]] = field(default_factory=dict)
     _chunks: deque[_Chunk] = field(default_factory=deque)
     _parts: deque[Part] = field(default_factory=deque)
     _writer: RowWriter | None = None
 
     def __post_init__(self) -> None:
-        self._writer = RowWriter(self.path)
+        # the index and offsets in files beside samples.jsonl past a few thousand samples
+        self.index = SampleIndex(spill=self.path.parent)
+        self._writer = RowWriter(self.path, spill=self.path.parent)
 
     @property
     def waiting(self) -> int:
@@ -115,13 +115,15 @@ class SideJoin:
         self._parts.append(part)
         self._write()
 
-    def close(self) -> tuple[NDArray[np.int64], SampleIndex]:
+    def close(self) -> tuple[FileArray, SampleIndex]:
+        """The file's line offsets as kept (pickled, they spill again in the run's process)
+        and its index."""
         if self.waiting or any(len(p) - p.at for p in self._parts):
             raise Abandoned("the driver's results and the samples read do not match")
-        if self._writer is None:  # pragma: no cover - closed once
+        if self._writer is None or self._writer.offsets is None:  # pragma: no cover - once
             raise Abandoned("closed")
-        offsets = self._writer.close()
-        return offsets, self.index
+        self._writer.close()
+        return self._writer.offsets, self.index
 
     def abandon(self) -> None:
         if self._writer is not None:

@@ -10,7 +10,6 @@ samples cost their score columns in memory, not their texts; the index then come
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, overload
@@ -18,7 +17,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.data.column import Column
+from rag_judge.data.column import Column, FileArray, padded
 from rag_judge.data.rows import RowFile
 from rag_judge.data.sample import Sample
 from rag_judge.report.result import Degradation, SampleResult
@@ -29,17 +28,21 @@ __all__ = ["About", "Column", "Ids", "SampleFile", "SampleIndex", "parse_result"
 
 class Ids(Sequence[str]):
     """Sample ids in order, packed: their UTF-8 bytes end to end and where each ends (an id's
-    length plus 8 bytes, not a string object each: a million ids in ~20 MB, not ~60)."""
+    length plus 8 bytes, not a string object each: a million ids in ~20 MB, not ~60), in
+    memory or, given ``spill`` (a folder), in files (``data.column``)."""
 
-    def __init__(self, ids: Iterable[str] = ()) -> None:
-        self._data = bytearray()
-        self._ends = array("q")
+    def __init__(self, ids: Iterable[str] = (), spill: str | Path | None = None) -> None:
+        self._data = FileArray("B", spill)
+        self._ends = FileArray("q", spill)
+        self._end = 0
         for sid in ids:
             self.append(sid)
 
     def append(self, sid: str) -> None:
-        self._data += sid.encode("utf-8", "surrogatepass")  # JSON can carry a lone surrogate
-        self._ends.append(len(self._data))
+        encoded = sid.encode("utf-8", "surrogatepass")  # JSON can carry a lone surrogate
+        self._data.extend(encoded)
+        self._end += len(encoded)
+        self._ends.append(self._end)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -55,14 +58,19 @@ class Ids(Sequence[str]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("sample index out of range")
-        start = self._ends[i - 1] if i else 0
-        return self._data[start : self._ends[i]].decode("utf-8", "surrogatepass")
+        ends = self._ends.read(i - 1, i + 1).tolist()
+        start, end = (0, ends[0]) if i == 0 else ends
+        return self._data.read(start, end).tobytes().decode("utf-8", "surrogatepass")
 
     def __iter__(self) -> Iterator[str]:
-        start, data = 0, self._data
-        for end in self._ends:
-            yield data[start:end].decode("utf-8", "surrogatepass")
-            start = end
+        start = 0
+        for at in range(0, len(self), _READ):
+            ends = self._ends.read(at, at + _READ).tolist()
+            data = self._data.read(start, ends[-1]).tobytes()
+            offset = start
+            for end in ends:
+                yield data[start - offset : end - offset].decode("utf-8", "surrogatepass")
+                start = end
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Ids | list | tuple):
@@ -70,6 +78,9 @@ class Ids(Sequence[str]):
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as a list is
+
+
+_READ = 65_536  # ids read from their files at a time
 
 
 class About(NamedTuple):
@@ -97,8 +108,11 @@ class SampleIndex:
     """Per sample, in order: id, each metric's value (NaN and not ``present`` where it has
     none), its failures; per judge rubric, how uncertain each verdict is."""
 
-    def __init__(self) -> None:
-        self.ids = Ids()
+    def __init__(self, spill: str | Path | None = None) -> None:
+        # ``spill``: a folder whose unnamed temporary files hold the per-sample arrays past a
+        # few thousand samples (``data.column``), so a run's index costs no memory per sample
+        self._spill = spill
+        self.ids = Ids(spill=spill)
         self.failures: list[tuple[int, str, Failure]] = []  # (sample index, metric, failure)
         self._columns: dict[str, Column] = {}
         # rubric -> a column of uncertainty keys (minus the spread, or top probability - 1;
@@ -111,8 +125,8 @@ class SampleIndex:
         # What the judge audit reads of every sample: its answer's length in words (NaN: no
         # answer), and the generator its metadata names (a code into ``_generator_names``;
         # -1: none), so the audit does not read the samples again.
-        self.answer_words = array("d")
-        self._generator_codes = array("i")
+        self.answer_words = FileArray("d", spill)
+        self._generator_codes = FileArray("i", spill)
         self._generator_names: dict[str, int] = {}
 
     @classmethod
@@ -140,7 +154,9 @@ class SampleIndex:
         self.conversations = self.conversations or bool(r.units) or about.conversation
         if scores:
             for metric, value in r.scores.items():
-                column = self._columns.setdefault(metric, Column())
+                column = self._columns.get(metric) or self._columns.setdefault(
+                    metric, Column(spill=self._spill)
+                )
                 column.push(i, math.nan if value is None else value, value is not None)
         for metric, failure in r.errors.items():
             if failure.counts:  # a metric that does not apply to the sample did not fail
@@ -152,7 +168,9 @@ class SampleIndex:
                 key, is_spread = (-spread if spread > 0 else np.nan), True
             elif j.score is not None and probs and max(probs.values()) < 1:
                 key = max(probs.values()) - 1
-            self._uncertainty.setdefault(rubric, Column()).push(i, key, is_spread)
+            if rubric not in self._uncertainty:
+                self._uncertainty[rubric] = Column(spill=self._spill)
+            self._uncertainty[rubric].push(i, key, is_spread)
 
     def generators(self) -> list[str | None]:
         """Per sample, the generator its metadata names (``generator``, else ``model``)."""
@@ -162,9 +180,8 @@ class SampleIndex:
     def generator_codes(self) -> tuple[NDArray[np.int32], list[str]]:
         """Per sample, the generator its metadata names as a code into the names returned
         (-1: none): 4 bytes a sample, not a string each (a read-only view)."""
-        codes = np.frombuffer(self._generator_codes, dtype=np.int32)
-        codes.flags.writeable = False
-        return codes, list(self._generator_names)
+        codes: NDArray[np.int32] = self._generator_codes.numpy()
+        return padded(codes, len(codes), -1), list(self._generator_names)
 
     def attach(self, metric: str, column: Column) -> None:
         """A whole column at once, shared, not copied (a run's own columns)."""

@@ -15,7 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_judge.data import column as column_
-from rag_judge.data.column import Column, Rows
+from rag_judge.data.column import Column, FileArray, Rows
+from rag_judge.data.rows import RowWriter, line_offsets
+from rag_judge.report import samples as samples_
+from rag_judge.report.samples import Ids
 from rag_judge.stats import bootstrap as bootstrap_
 from rag_judge.stats.bootstrap import exact_sums, summed
 from rag_judge.stats.pages import release
@@ -53,9 +56,15 @@ def test_a_spilled_column_reads_as_the_column_in_memory(
 ) -> None:  # fmt: skip
     folder = tmp_path_factory.mktemp("spill")
     kept = _built(moves, None, start)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(column_, "TAIL", 3)
-        spilled = _built(moves, folder, start)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(column_, "TAIL", 3)
+    try:
+        _check_spilled(kept, _built(moves, folder, start), extra, folder)
+    finally:
+        mp.undo()
+
+
+def _check_spilled(kept: Column, spilled: Column, extra: int, folder: Path) -> None:
     assert len(spilled) == len(kept)
     assert spilled.spilled == (len(kept) >= 3)
     n = len(kept) + extra  # a column shorter than its samples: the rest have no value
@@ -71,10 +80,42 @@ def test_a_spilled_column_reads_as_the_column_in_memory(
         assert [v is None for v in got_w] == [v is None for v in want_w]
         assert _same(np.array([math.nan if v is None else v for v in got_w]),
                      np.array([math.nan if v is None else v for v in want_w]))  # fmt: skip
-    back = pickle.loads(pickle.dumps(spilled))  # to another process: the values, in memory
-    assert not back.spilled
+    back = pickle.loads(pickle.dumps(spilled))  # to another process: the values, spilled again
+    assert back.spilled == spilled.spilled and not pickle.loads(pickle.dumps(kept)).spilled
     assert all(_same(a, b) for a, b in zip(back.arrays(n), kept.arrays(n), strict=True))
     assert list(folder.iterdir()) == []  # unnamed files: nothing left to clean up
+
+
+def test_spilled_ids_offsets_and_index_read_as_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(column_, "TAIL", 5)
+    monkeypatch.setattr(samples_, "_READ", 4)
+    ids = [f"q{i}-é" * (i % 3) for i in range(23)]  # empty ids, and more than one byte a char
+    kept, spilled = Ids(ids), Ids(ids, spill=tmp_path)
+    assert list(spilled) == list(kept) == ids and spilled[22] == ids[22] and spilled[0] == ""
+    assert spilled[-1] == ids[-1] and spilled[3:7] == ids[3:7]
+    back = pickle.loads(pickle.dumps(spilled))
+    assert list(back) == ids
+    w = RowWriter(tmp_path / "f.jsonl", spill=tmp_path)
+    for sid in ids:
+        w.write(sid.encode())
+    offsets = w.close()
+    assert isinstance(offsets, np.memmap) or _mapped(offsets)
+    assert offsets.tolist() == line_offsets(tmp_path / "f.jsonl").tolist()
+    assert w.offsets is not None and w.offsets.last() == offsets[-1]
+    a = FileArray("i", tmp_path)
+    a.extend(range(12))
+    assert a.spilled and a.read(3, 9).tolist() == list(range(3, 9)) and a.last() == 11
+    assert a.read(10, 40).tolist() == [10, 11] and a.read(5, 2).tolist() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
+
+
+def _mapped(values: np.ndarray) -> bool:
+    base = values
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base is not None
 
 
 def test_a_long_column_is_a_map_of_its_files_and_grows_after_it_is_read(tmp_path: Path) -> None:
