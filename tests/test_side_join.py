@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from rag_judge import JudgeEvaluator, Pipeline, Sample, load_config
 from rag_judge import pipeline as pipeline_module
+from rag_judge.data import column as column_
 from rag_judge.data.stream import InMemory
 from rag_judge.evaluators import EVALUATORS
 from rag_judge.evaluators.base import Evaluator, EvaluatorRun
@@ -126,6 +127,15 @@ def test_the_side_process_writes_the_samples_file_the_run_would(
     same_file(side.samples, alone.samples)
     assert side.summary == alone.summary
     assert [r.model_dump() for r in side.samples] == [r.model_dump() for r in alone.samples]
+    # past TAIL samples, the index the side process hands over spills here as it arrives
+    monkeypatch.setattr(column_, "TAIL", 4)
+    spilled = run(tmp_path, 2, evaluators).report
+    same_file(spilled.samples, alone.samples)
+    assert spilled.summary == alone.summary and joins == []
+    assert isinstance(spilled.samples, SampleFile)
+    index = spilled.samples.indexed()
+    assert index.answer_words.spilled and index.ids._ends.spilled
+    assert isinstance(spilled.samples._offsets, np.memmap)
 
 
 def test_the_run_joins_when_the_side_process_cannot(

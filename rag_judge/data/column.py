@@ -64,9 +64,13 @@ class FileArray:
 
     def last(self) -> Any:
         """The last item (the array must not be empty)."""
-        if self._tail:
-            return self._tail[-1]
-        return self.read(len(self) - 1, len(self))[0]
+        return self.item(len(self) - 1)
+
+    def item(self, i: int) -> Any:
+        """Item ``i`` (within the array): from memory, or one read of the file."""
+        if i >= self._on_disk:
+            return self._tail[i - self._on_disk]
+        return self.read(i, i + 1)[0].item()
 
     def read(self, start: int, stop: int) -> NDArray[Any]:
         """Items ``start`` to ``stop`` (within the array), a copy read without a map."""
@@ -151,9 +155,9 @@ class Column:
         self._present.append(flag)
 
     def get(self, i: int) -> float | None:
-        if not 0 <= i < len(self) or not self._present.read(i, i + 1)[0]:
+        if not 0 <= i < len(self) or not self._present.item(i):
             return None
-        return float(self._values.read(i, i + 1)[0])
+        return float(self._values.item(i))
 
     def window(self, start: int, stop: int) -> list[float | None]:
         """The values of samples ``start`` to ``stop`` (None: no value, or past the column's

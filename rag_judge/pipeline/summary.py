@@ -60,26 +60,28 @@ def summarize(
         given, values = values, Column()
         values.extend(given)
     column, present = values.arrays()
-    scored = np.flatnonzero(present)
+    n = int(np.count_nonzero(present))
+    # every sample scored: no positions and no copy of the scored values (a million of each)
+    whole = n == len(present)
+    scored = None if whole else np.flatnonzero(present)
     release(present)
     if unscored is None:
         unscored = sum(1 for f in failures if f is not None and f.kind is FailureKind.UNSCORED)
     if not_applicable is None:
         not_applicable = sum(1 for f in failures if f is not None and not f.counts)
-    errors = len(present) - len(scored) - not_applicable
+    errors = len(present) - n - not_applicable
     counts = {"errors": errors, "unscored": unscored, "not_applicable": not_applicable}
-    if not len(scored):
+    if not n:
         return MetricSummary(mean=None, n=0, **counts, **described)
-    whole = len(scored) == len(present)  # every sample scored: no copy of the scored ones
     if corpus is not None:
-        rows = corpus.rows if len(scored) == len(corpus.rows) else corpus.rows[scored]
+        rows = corpus.rows if scored is None or n == len(corpus.rows) else corpus.rows[scored]
         point = corpus.score(rows)
         release(rows)
         if ci is None:
             ci = _interval(rows, scored, clusters, resamples, confidence, seed, corpus.score)
         aggregate = corpus.description
     else:
-        arr = column if whole else column[scored]
+        arr = column if scored is None else column[scored]
         # exact, independent of order; a memoryview's floats one at a time, not a list of all
         point = math.fsum(np.ascontiguousarray(arr).data) / len(arr)
         release(arr)
@@ -87,7 +89,7 @@ def summarize(
             ci = _interval(arr, scored, clusters, resamples, confidence, seed, None)
         aggregate = "mean"
     return MetricSummary(
-        mean=point, ci_low=ci[0], ci_high=ci[1], n=len(scored), **counts,
+        mean=point, ci_low=ci[0], ci_high=ci[1], n=n, **counts,
         aggregate=aggregate, **described,
     )  # fmt: skip
 
@@ -137,7 +139,7 @@ def _whole(present: NDArray[np.bool_]) -> bool:
 
 def _interval(
     rows: NDArray[np.float64],
-    scored: NDArray[np.intp],
+    scored: NDArray[np.intp] | None,
     clusters: Sequence[str] | None,
     resamples: int,
     confidence: float,
@@ -148,7 +150,8 @@ def _interval(
         return bootstrap_ci(
             rows, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
         )
-    labels = [clusters[i] for i in scored.tolist()]  # the scored units' conversations
+    # the scored units' conversations (None: every unit's)
+    labels = list(clusters) if scored is None else [clusters[i] for i in scored.tolist()]
     return clustered_bootstrap_ci(
         rows, labels, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
     )

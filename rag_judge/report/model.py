@@ -228,7 +228,8 @@ class Report(BaseModel):
         if metric.startswith(UNIT_PREFIXES):
             return {u.id: u.scores[metric] for _, u in self.units(metric)}
         index = self.index()
-        return {sid: index.value(metric, i) for i, sid in enumerate(index.ids)}
+        values, present = index.column(metric).tolist(), index.present(metric).tolist()
+        return {sid: v if p else None for sid, v, p in zip(index.ids, values, present, strict=True)}
 
     def units(self, metric: str | None = None) -> Iterator[tuple[str, UnitResult]]:
         """Each unit row with its conversation's id, in order; only those that scored

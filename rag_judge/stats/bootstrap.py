@@ -83,6 +83,8 @@ class SumStatistic:
     def __call__(self, rows: NDArray[np.float64]) -> float:
         if len(rows) == 0:
             return math.nan
+        if isinstance(rows, np.memmap) and exact_sums(rows):  # a block of the file at a time
+            return self.of_sums(summed(np.ones((1, len(rows))), rows)[0].tolist())
         return self.of_sums(np.asarray(rows).sum(axis=0).tolist())
 
 

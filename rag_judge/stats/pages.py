@@ -1,12 +1,17 @@
 """Pages of a memory-mapped array let go once read: a reader of many columns kept in files
-(``data.column``) then holds one column's pages at a time, not every column's."""
+(``data.column``, or :func:`spilled` here) then holds one column's pages at a time, not every
+column's."""
 
 from __future__ import annotations
 
 import mmap
+import tempfile
 from typing import Any
 
-__all__ = ["release"]
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["release", "spilled"]
 
 
 def release(array: Any) -> None:
@@ -19,3 +24,20 @@ def release(array: Any) -> None:
     if base is None or not hasattr(mmap, "MADV_DONTNEED") or base.closed:
         return
     base.madvise(mmap.MADV_DONTNEED)
+
+
+# Arrays from this size are worth a file: below it, the page faults would cost more than the
+# memory they save (1 MB: 131,072 doubles).
+SPILL_BYTES = 1 << 20
+
+
+def spilled(array: NDArray[Any]) -> NDArray[Any]:
+    """``array`` copied to an unnamed temporary file and mapped read-only, for a reader that
+    goes through several such arrays again and again (:func:`release` after each); a small
+    array is returned as it is."""
+    if array.nbytes < SPILL_BYTES:
+        return array
+    with tempfile.TemporaryFile() as fh:  # the map keeps its own descriptor of the file
+        fh.write(np.ascontiguousarray(array).tobytes())
+        fh.flush()
+        return np.memmap(fh, array.dtype, "r", shape=array.shape)

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.stats.bootstrap import count_chunks
+from rag_judge.stats.pages import release, spilled
 
 __all__ = ["grouped", "ols_slopes", "slope_cis"]
 
@@ -51,20 +52,27 @@ def slope_cis(
     n = len(x)
     if n == 0 or resamples <= 0:
         return [None] * len(ys)
+    # The moments' columns, each in a file past a megabyte (``pages.spilled``) and let go
+    # once weighed: a million answers hold one column at a time, not six.
     xc = x - x.mean()
-    ycs = [y - y.mean() for y in ys]
-    columns = [xc, xc * xc, *ycs, *(xc * yc for yc in ycs)]
+    columns, products = [spilled(xc), spilled(xc * xc)], []
+    for y in ys:
+        yc = y - y.mean()
+        columns.append(spilled(yc))
+        products.append(spilled(xc * yc))
+    columns += products
+    del xc, products
     boot: list[list[NDArray[np.float64]]] = [[] for _ in ys]
     buf = np.empty(0)
     for _, counts in count_chunks(n, resamples, seed):
         if buf.shape != counts.shape:
             buf = np.empty(counts.shape)
         drawn = counts.astype(np.float64)  # once: a product of doubles is the faster
-        sx, sxx, *rest = (np.multiply(drawn, c, out=buf).sum(axis=1) for c in columns)
+        sx, sxx, *rest = (_weighed(drawn, c, buf) for c in columns)
         spread = n * sxx - sx * sx
         flat = np.zeros(len(counts), dtype=bool)
         for r in np.flatnonzero(spread <= _SUSPECT * (n * sxx + sx * sx)):
-            drawn = xc[counts[r] > 0]
+            drawn = columns[0][counts[r] > 0]  # the centred regressor's drawn values
             flat[r] = drawn.min() == drawn.max()
         for k in range(len(ys)):
             sy, sxy = rest[k], rest[len(ys) + k]
@@ -81,6 +89,16 @@ def slope_cis(
         low, high = np.quantile(slopes, [alpha, 1.0 - alpha])
         out.append((float(low), float(high)))
     return out
+
+
+def _weighed(
+    drawn: NDArray[np.float64], column: NDArray[np.float64], buf: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each resample's sum of ``column`` weighted by its draw counts (the column's pages let
+    go after, where it is in a file)."""
+    found: NDArray[np.float64] = np.multiply(drawn, column, out=buf).sum(axis=1)
+    release(column)
+    return found
 
 
 def grouped(xs: Mapping[str, NDArray[np.float64]]) -> list[tuple[NDArray[np.float64], list[str]]]:

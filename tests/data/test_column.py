@@ -20,7 +20,7 @@ from rag_judge.data.rows import RowWriter, line_offsets
 from rag_judge.report import samples as samples_
 from rag_judge.report.samples import Ids
 from rag_judge.stats import bootstrap as bootstrap_
-from rag_judge.stats.bootstrap import exact_sums, summed
+from rag_judge.stats.bootstrap import SumStatistic, exact_sums, summed
 from rag_judge.stats.pages import release
 
 values = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
@@ -188,3 +188,21 @@ def test_release_lets_a_mapped_columns_pages_go(tmp_path: Path) -> None:
     assert touched - after > 40_000  # and are gone
     assert float(values[-1]) == 7_999_999  # still readable: mapped again from the file
     release(np.zeros(3))  # an array in memory: nothing to let go
+
+
+def test_a_corpus_statistic_of_rows_in_a_file_is_the_one_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bootstrap_, "_ROWS", 7)  # summed 7 rows at a time
+    rows = np.random.default_rng(3).integers(0, 50, size=(50, 4)).astype(np.float64)
+    kept = Rows(tmp_path)
+    kept.append(rows[:20])
+    kept.append(rows[20:])
+    mapped = kept.array()
+    assert isinstance(mapped, np.memmap)
+    statistic = SumStatistic(lambda s: (s[0] + 0.1) / (s[1] + 0.3) - s[2] * s[3] / 7.0)
+    assert statistic(mapped) == statistic(rows)
+    halves = rows + 0.5  # not integers: summed whole, as before
+    other = Rows(tmp_path)
+    other.append(halves)
+    assert statistic(other.array()) == statistic(halves)

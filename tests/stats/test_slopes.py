@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_judge.analysis.audit import _slope_cis, slope_ci
-from rag_judge.stats import bootstrap
+from rag_judge.stats import bootstrap, pages
+from rag_judge.stats import slopes as slopes_
 from rag_judge.stats.slopes import grouped, ols_slopes, slope_cis
 
 
@@ -88,3 +89,23 @@ def test_a_rubric_without_a_slope_leaves_the_others_their_intervals() -> None:
     found = _slope_cis(x, [bad, good], 200, 0.95, 1)
     assert found[0] is None and found[1] == slope_ci(x, good, resamples=200, seed=1)
     assert _slope_cis(np.array([5.0, 5.0, 5.0]), [good[:3]], 200, 0.95, 1) == [None]
+
+
+def test_moments_kept_in_files_give_the_same_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.integers(1, 60, 3_000).astype(np.float64)
+    ys = [rng.integers(1, 6, 3_000).astype(np.float64), rng.random(3_000)]
+    kept = slope_cis(x, ys, resamples=150, confidence=0.9, seed=2, per=100.0)
+    monkeypatch.setattr(pages, "SPILL_BYTES", 0)  # every moment's column in a file
+    mapped: list[bool] = []
+    weighed = slopes_._weighed
+
+    def watched(drawn: np.ndarray, column: np.ndarray, buf: np.ndarray) -> np.ndarray:
+        mapped.append(isinstance(column, np.memmap))
+        return weighed(drawn, column, buf)
+
+    monkeypatch.setattr(slopes_, "_weighed", watched)
+    assert slope_cis(x, ys, resamples=150, confidence=0.9, seed=2, per=100.0) == kept
+    assert mapped and all(mapped)
+    flat = np.full(3_000, 7.0)  # one length: each resample's flat check reads the file
+    assert slope_cis(flat, ys, resamples=5, confidence=0.9, seed=2) == [None, None]
