@@ -212,7 +212,7 @@ def audit_report(
         else:
             column = index.column(metric)
             scored = index.present(metric) & ~np.isnan(column)
-            every = bool(scored.all())  # then no copy of a million scores and lengths
+            every = bool(scored.all())  # then the lengths are not copied
             scores = np.array(column if every else column[scored], dtype=np.float64)
             length = lengths if every else lengths[scored]
             seen = generators.among(scored)

@@ -12,6 +12,7 @@ cancelled, finished ones stay in the caches, and it says where things stood and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -73,6 +74,7 @@ def _module(command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _more_open_files()
     # Top-level options take no value, so a command comes first or the parser stops before it.
     args = _parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     display = progress.Display(progress.auto_mode(sys.stderr, quiet=getattr(args, "quiet", False)))
@@ -89,6 +91,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Python's recipe: point stdout at devnull so the exit's flush does not fail again.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
+
+
+def _more_open_files() -> None:
+    """The soft limit on open files raised to the hard one: a run past 8,192 samples keeps
+    its per-sample arrays in open temporary files (about two a metric, ``data.column``), and a
+    matrix keeps every variant's report until the comparison (macOS allows 256 by default)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        with contextlib.suppress(ValueError, OSError):  # macOS refuses above OPEN_MAX
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
 def _interrupted(display: progress.Display, command: str) -> int:

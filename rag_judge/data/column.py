@@ -1,19 +1,22 @@
 """Per-sample arrays of a run that grow with the samples (score columns, corpus rows, the
 index's ids and lengths, a file's offsets): in memory, or given a folder to ``spill`` to, past
-a few thousand items in an unnamed temporary file that readers see through a read-only
-memory map, so a run's memory stays flat whatever the number of samples.
+8,192 items (corpus rows: from the first) in an unnamed temporary file that readers see
+through a read-only memory map, so a run's memory stays flat whatever the number of samples.
+Where that folder is on a RAM file system (tmpfs), the files are memory too: ``TMPDIR`` picks
+the folder of a run's temporary files.
 
 A reader of a spilled array holds only the pages it touched, and lets them go with
 :func:`~rag_judge.stats.pages.release` (or when its array is dropped): the bootstrap over
 twenty columns of a million samples touches each in turn, not all at once. A spilled array
-pickled to another process carries its values, and spills again there (into the system's
-temporary folder) as it is unpickled.
+pickled carries its values, and spills again (into the system's temporary folder) as it is
+unpickled; :func:`dump` and :func:`load` copy them a block at a time, beside the pickle.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import pickle
 import tempfile
 from array import array
 from collections.abc import Iterable, Sequence
@@ -23,13 +26,61 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Column", "FileArray", "Rows", "padded"]
+__all__ = ["Column", "FileArray", "Rows", "dump", "load", "padded"]
 
 # Items a spilled array keeps in memory before it appends them to its file: 8,192 doubles are
 # 64 kB, a write that costs about what a chunk's scoring does.
 TAIL = 8192
 
 _DTYPES = {"d": np.float64, "q": np.int64, "i": np.int32, "B": np.uint8}
+_BLOCK = 65_536  # items copied at a time between a file and a stream
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles an object, each :class:`FileArray` in it by reference: its items follow the
+    pickle, written a block at a time (:func:`dump`)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        super().__init__(fh, pickle.HIGHEST_PROTOCOL)
+        self.arrays: list[FileArray] = []
+
+    def persistent_id(self, obj: Any) -> Any:
+        if not isinstance(obj, FileArray):
+            return None
+        self.arrays.append(obj)
+        return (obj.typecode, len(obj), obj._spill is not None)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, fh: IO[bytes]) -> None:
+        super().__init__(fh)
+        self.arrays: list[tuple[FileArray, int]] = []
+
+    def persistent_load(self, pid: Any) -> FileArray:
+        typecode, n, spills = pid
+        made = FileArray(typecode, tempfile.gettempdir() if spills else None)
+        self.arrays.append((made, n))  # filled from the bytes after the pickle
+        return made
+
+
+def dump(obj: Any, fh: IO[bytes]) -> None:
+    """``obj`` pickled to ``fh`` with its :class:`FileArray` items after it, copied a block at a
+    time: neither the writer nor the reader (:func:`load`) holds an array whole, where
+    pickling would hold every array of ``obj`` at once."""
+    pickler = _Pickler(fh)
+    pickler.dump(obj)
+    for kept in pickler.arrays:
+        kept.write_to(fh)
+
+
+def load(fh: IO[bytes]) -> Any:
+    """What :func:`dump` wrote; its arrays spill (to the system's temporary folder) as they are
+    read, when they did where they were written."""
+    unpickler = _Unpickler(fh)
+    obj = unpickler.load()
+    for made, n in unpickler.arrays:
+        made.read_from(fh, n)
+    return obj
 
 
 class FileArray:
@@ -94,6 +145,21 @@ class FileArray:
         if self._file is None or not len(self):
             return np.frombuffer(self._tail, self._dtype)
         return np.memmap(self._file, self._dtype, "r", shape=(len(self),))
+
+    def write_to(self, fh: IO[bytes]) -> None:
+        """Every item's bytes to ``fh``, a block at a time (:func:`dump`)."""
+        for start in range(0, len(self), _BLOCK):
+            fh.write(self.read(start, start + _BLOCK).tobytes())
+
+    def read_from(self, fh: IO[bytes], n: int) -> None:
+        """``n`` items appended from ``fh``, a block at a time, spilling as they come."""
+        size = self._dtype.itemsize
+        for start in range(0, n, _BLOCK):
+            want = size * min(_BLOCK, n - start)
+            raw = fh.read(want)
+            if len(raw) != want:
+                raise EOFError("the file ends before its arrays do")
+            self.extend(raw)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled with its items (a file stays with its process), and whether it spills."""

@@ -29,7 +29,8 @@ _BLOCK = 1 << 22  # bytes read at a time when a file's line starts are found by 
 
 
 class RowWriter:
-    """Appends one row per line (a line must not hold a newline) and records the offsets."""
+    """Appends one row per line (a line must not hold a newline) and records the offsets
+    (unless told not to: a file read only in order)."""
 
     def __init__(
         self, path: str | Path, *, offsets: bool = True, spill: str | Path | None = None

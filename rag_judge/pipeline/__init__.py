@@ -219,7 +219,7 @@ class Pipeline:
                 run, step = runs[i], made[i]
                 with progress_.step(f"evaluators[{i}] ({run.evaluator.type})"):
                     if step is None:
-                        spool = RowWriter(folder / f"units{i}.jsonl")
+                        spool = RowWriter(folder / f"units{i}.jsonl", offsets=False)
                         units[i] = run_per_unit(run, source.chunks(cfg.chunk_size), spool)
                         units[i].step.name = f"evaluators[{i}] ({run.evaluator.type})"
                     elif i in pending:
@@ -319,7 +319,7 @@ class Pipeline:
                 unit="s",
                 version=__version__,
             )
-            answered = RowWriter(step.spool.path.with_name("answered.jsonl"))
+            answered = RowWriter(step.spool.path.with_name("answered.jsonl"), spill=step.spill)
             for chunk in source.chunks(cfg.chunk_size):
                 called = driver.run(
                     chunk, concurrency=cfg.target_concurrency, timeout=cfg.target_timeout

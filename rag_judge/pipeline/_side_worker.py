@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rag_judge.data import column
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource
 from rag_judge.evaluators.result import EvaluatorResult
@@ -153,12 +154,12 @@ class _Joiner:
         if closed is None or path is None:
             _send(self._conn, ("unjoined", self._why))
             return
-        # The index goes through a file, streamed: neither process holds its pickle whole
-        # beside it (60 MB a million samples).
+        # The index goes through a file, its arrays a block at a time (``column.dump``):
+        # neither process holds them whole (60 MB a million samples).
         where = index_file(path)
         try:
             with where.open("wb") as fh:
-                pickle.dump(closed, fh, pickle.HIGHEST_PROTOCOL)
+                column.dump(closed, fh)
         except Exception as exc:
             where.unlink(missing_ok=True)
             _send(self._conn, ("unjoined", f"{type(exc).__name__}: {exc}"))

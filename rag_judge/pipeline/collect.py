@@ -3,9 +3,9 @@ evaluator) the score columns as arrays, corpus statistics as rows, usage, and pe
 failures and judgments in a spool file on disk; at the end, one pass joins them with the samples
 into each sample's result (a list, or ``samples.jsonl`` past ``inline_samples``).
 
-Past a few thousand samples the columns (8 bytes per sample and metric, plus a presence byte)
-and the corpus rows are kept in unnamed temporary files in the run's folder (``data.column``):
-memory is then one chunk of samples, whatever the number of samples.
+Past 8,192 samples the columns (8 bytes per sample and metric, plus a presence byte), and the
+corpus rows from the first, are kept in unnamed temporary files in the run's folder
+(``data.column``): memory is then one chunk of samples, whatever the number of samples.
 """
 
 from __future__ import annotations

@@ -110,8 +110,10 @@ def _values(
     """``lacking``: the samples the grounding evaluator had no input for (a missing or empty
     answer: a missing input here too, as for the rubric itself, not a failed call)."""
     values: list[float | None] = []
-    for j in range(len(result.errors)):
-        answered, value = gate.get(start + j), column.get(start + j)
+    stop = start + len(result.errors)  # the chunk's values read at once (columns in files)
+    for j, (answered, value) in enumerate(
+        zip(gate.window(start, stop), column.window(start, stop), strict=True)
+    ):
         if answered is None and start + j in lacking:
             why = Failure(
                 kind=FailureKind.MISSING_INPUT,

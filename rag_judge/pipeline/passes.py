@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
+from rag_judge.data import column
 from rag_judge.data.column import FileArray
 from rag_judge.data.sample import Sample
 from rag_judge.data.stream import JsonlSource, SampleSource
@@ -285,7 +286,7 @@ class SideProcess:
         where = Path(cast(str, body))
         try:
             with where.open("rb") as fh:
-                offsets, index = cast(tuple[FileArray, SampleIndex], pickle.load(fh))
+                offsets, index = cast(tuple[FileArray, SampleIndex], column.load(fh))
         except Exception as exc:  # unreadable: the run joins the samples itself
             log.debug("processes: 2: no index of samples.jsonl: %s", exc)
             return

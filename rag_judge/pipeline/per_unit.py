@@ -80,9 +80,8 @@ def run_per_unit(run: EvaluatorRun, chunks: Iterable[list[Sample]], spool: RowWr
     """``run`` over the units of every sample in ``chunks``, a chunk of samples at a time."""
     evaluator = run.evaluator
     expand = step_samples if evaluator.per == "step" else turn_samples
-    out = UnitStep(
-        evaluator, Step({m: evaluator.metric_info(m) for m in run.metric_names()}, spool)
-    )
+    infos = {m: evaluator.metric_info(m) for m in run.metric_names()}
+    out = UnitStep(evaluator, Step(infos, spool, spill=spool.path.parent))
 
     def units() -> Iterator[list[Sample]]:
         owner = 0

@@ -74,7 +74,10 @@ def summarize(
     if not n:
         return MetricSummary(mean=None, n=0, **counts, **described)
     if corpus is not None:
-        rows = corpus.rows if scored is None or n == len(corpus.rows) else corpus.rows[scored]
+        if n == len(corpus.rows):
+            rows = corpus.rows
+        else:  # the scored samples' rows (every sample scored: the first n, as before)
+            rows = corpus.rows[np.arange(n) if scored is None else scored]
         point = corpus.score(rows)
         release(rows)
         if ci is None:
@@ -151,7 +154,8 @@ def _interval(
             rows, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
         )
     # the scored units' conversations (None: every unit's)
-    labels = list(clusters) if scored is None else [clusters[i] for i in scored.tolist()]
+    picked = range(len(rows)) if scored is None else scored.tolist()
+    labels = [clusters[i] for i in picked]
     return clustered_bootstrap_ci(
         rows, labels, resamples=resamples, confidence=confidence, seed=seed, statistic=statistic
     )

@@ -59,12 +59,12 @@ def render_markdown(report: Report) -> str:
         lines += [f"- **{md_text(w.metric)}**: {md_text(w.message)}" for w in report.warnings]
         lines.append("")
     index = report.index()
-    failed = [(index.ids[i], m, f.text()) for i, m, f in index.failures]
+    failed = index.failures
     if failed:
         lines += ["## Errors", "", f"{len(failed)} metric values could not be computed:", ""]
         lines += [
-            f"- {md_code(sid)} · {md_text(metric)}: {md_text(msg)}"
-            for sid, metric, msg in failed[:_MAX_ERRORS]
+            f"- {md_code(index.ids[i])} · {md_text(metric)}: {md_text(f.text())}"
+            for i, metric, f in failed[:_MAX_ERRORS]
         ]
         if len(failed) > _MAX_ERRORS:
             lines.append(f"- … and {len(failed) - _MAX_ERRORS} more (see report.json)")

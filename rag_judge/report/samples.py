@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.data.column import Column, FileArray, padded
+from rag_judge.data.column import Column, FileArray
 from rag_judge.data.rows import RowFile
 from rag_judge.data.sample import Sample
 from rag_judge.report.result import Degradation, SampleResult
@@ -154,9 +154,9 @@ class SampleIndex:
         self.conversations = self.conversations or bool(r.units) or about.conversation
         if scores:
             for metric, value in r.scores.items():
-                column = self._columns.get(metric) or self._columns.setdefault(
-                    metric, Column(spill=self._spill)
-                )
+                if metric not in self._columns:
+                    self._columns[metric] = Column(spill=self._spill)
+                column = self._columns[metric]
                 column.push(i, math.nan if value is None else value, value is not None)
         for metric, failure in r.errors.items():
             if failure.counts:  # a metric that does not apply to the sample did not fail
@@ -181,7 +181,8 @@ class SampleIndex:
         """Per sample, the generator its metadata names as a code into the names returned
         (-1: none): 4 bytes a sample, not a string each (a read-only view)."""
         codes: NDArray[np.int32] = self._generator_codes.numpy()
-        return padded(codes, len(codes), -1), list(self._generator_names)
+        codes.flags.writeable = False
+        return codes, list(self._generator_names)
 
     def attach(self, metric: str, column: Column) -> None:
         """A whole column at once, shared, not copied (a run's own columns)."""

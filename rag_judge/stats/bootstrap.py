@@ -205,7 +205,7 @@ def _resampled_means(
     for c in group:
         weighted = _weighted(counts, flats[c], buf, finite[c])
         boot[c, start : start + len(counts)] = weighted.sum(axis=1) / n
-        release(flats[c])  # a column in a file: one column's pages held at a time
+        release(flats[c])  # a column in a file: a thread holds one column's pages at a time
 
 
 def _finite(values: NDArray[np.float64]) -> bool:

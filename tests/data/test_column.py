@@ -3,10 +3,12 @@ as the same values kept in memory, and a reader lets their pages go (``stats.pag
 
 from __future__ import annotations
 
+import io
 import math
 import mmap
 import pickle
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -206,3 +208,32 @@ def test_a_corpus_statistic_of_rows_in_a_file_is_the_one_in_memory(
     other = Rows(tmp_path)
     other.append(halves)
     assert statistic(other.array()) == statistic(halves)
+
+
+def test_dump_and_load_copy_arrays_a_block_at_a_time(tmp_path: Path) -> None:
+    big = FileArray("d", tmp_path)
+    for start in range(0, 2_000_000, 250_000):  # 16 MB, in its file
+        big.extend(np.arange(start, start + 250_000, dtype=np.float64).tolist())
+    small = FileArray("q")  # in memory: stays there
+    small.extend([3, 1, 4])
+    ids = Ids([f"s{i}" for i in range(20_000)], spill=tmp_path)
+    path = tmp_path / "index.bin"
+    tracemalloc.start()
+    try:
+        with path.open("wb") as fh:
+            column_.dump({"big": big, "small": small, "ids": ids, "n": 7}, fh)
+        written = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        with path.open("rb") as fh:
+            back = column_.load(fh)
+        read = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert written < 4e6 and read < 4e6  # bytes: a block or two, not the 16 MB array
+    assert back["n"] == 7 and back["big"].spilled and not back["small"].spilled
+    assert back["big"].numpy().tobytes() == big.numpy().tobytes()
+    assert back["small"].numpy().tolist() == [3, 1, 4] and list(back["ids"]) == list(ids)
+    with path.open("rb") as fh:  # a file cut short says so
+        cut = io.BytesIO(fh.read()[:-100])
+    with pytest.raises(EOFError):
+        column_.load(cut)
