@@ -25,6 +25,7 @@ __all__ = [
     "clustered_bootstrap_ci",
     "count_chunks",
     "exact_sums",
+    "multiplied",
     "sign_flip_pvalue",
     "summed",
 ]
@@ -33,6 +34,7 @@ _CHUNK = 2_000_000  # resampled elements held in memory at once
 _THREADED = 50_000  # rows from which bootstrap_cis spreads its columns over threads
 _MAX_THREADS = 4  # each holds a gathered chunk (_CHUNK floats, 16 MB): the peak stays bounded
 _ROWS = 65_536  # rows of a memory-mapped array read at a time (then their pages let go)
+_VALUES = 262_144  # values of a memory-mapped column weighed at a time (2 MB; fewer cost time)
 
 
 def bootstrap_ci(
@@ -152,7 +154,7 @@ def bootstrap_cis(
     groups = [list(range(k, len(flats), max(1, workers))) for k in range(max(1, workers))]
     buffers = [np.empty((min(per_chunk, resamples), n)) for _ in groups]
     with ThreadPoolExecutor(len(groups)) as pool:
-        for start, counts in count_chunks(n, resamples, seed):
+        for start, counts in count_chunks(n, resamples, seed, ahead=True):
             size = len(counts)
             # As doubles once for every column: a product of doubles is twice as fast as of
             # an integer and a double (numpy casts the integer each time), and the same.
@@ -175,14 +177,31 @@ def bootstrap_cis(
     return intervals
 
 
-def count_chunks(n: int, resamples: int, seed: int) -> Iterator[tuple[int, NDArray[np.int64]]]:
+def count_chunks(
+    n: int, resamples: int, seed: int, *, ahead: bool = False
+) -> Iterator[tuple[int, NDArray[np.int64]]]:
     """The draw counts of ``resamples`` resamples of ``n`` rows, in chunks of about
     ``_CHUNK`` counts: (the first resample's number, its chunk). The draws are
-    ``default_rng(seed).integers(0, n, (resamples, n))``, made a chunk at a time."""
+    ``default_rng(seed).integers(0, n, (resamples, n))``, made a chunk at a time.
+
+    ``ahead``: the next chunk is drawn in a thread while the caller works on this one (numpy
+    draws without the GIL), one chunk more in memory: for a caller that works on each chunk in
+    one thread (the slopes), whose second core would otherwise wait."""
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK // n)
-    for start in range(0, resamples, per_chunk):
-        yield start, _draw_counts(rng, n, min(per_chunk, resamples - start))
+    sizes = [(start, min(per_chunk, resamples - start)) for start in range(0, resamples, per_chunk)]
+    if not ahead or len(sizes) < 2:
+        for start, size in sizes:
+            yield start, _draw_counts(rng, n, size)
+        return
+    # One thread draws in order, so the stream is the same as drawing here.
+    with ThreadPoolExecutor(1) as pool:
+        coming = pool.submit(_draw_counts, rng, n, sizes[0][1])
+        for k, (start, _) in enumerate(sizes):
+            counts = coming.result()
+            if k + 1 < len(sizes):
+                coming = pool.submit(_draw_counts, rng, n, sizes[k + 1][1])
+            yield start, counts
 
 
 def _draw_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.int64]:
@@ -221,10 +240,25 @@ def _weighted(
     """``counts * values`` into ``out``, 0 where a row was not drawn: an infinite or NaN value
     that a resample did not draw must not turn its sum into NaN (inf times 0)."""
     if finite:
-        return np.multiply(counts, values, out=out)
+        return multiplied(counts, values, out)
     with np.errstate(invalid="ignore"):
-        np.multiply(counts, values, out=out)
+        multiplied(counts, values, out)
     out[counts == 0] = 0.0
+    return out
+
+
+def multiplied(
+    counts: NDArray[np.float64], values: NDArray[np.float64], out: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``counts * values`` (each row of counts times ``values``) into ``out``; a
+    memory-mapped ``values`` a block at a time, its pages let go after each block (the same
+    products: only where they are made changes)."""
+    if not isinstance(values, np.memmap) and not isinstance(values.base, np.memmap):
+        return np.multiply(counts, values, out=out)
+    for start in range(0, counts.shape[-1], _VALUES):
+        stop = start + _VALUES
+        np.multiply(counts[..., start:stop], values[start:stop], out=out[..., start:stop])
+        release(values)
     return out
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_judge.stats.bootstrap import count_chunks
+from rag_judge.stats.bootstrap import count_chunks, multiplied
 from rag_judge.stats.pages import release, spilled
 
 __all__ = ["grouped", "ols_slopes", "slope_cis"]
@@ -64,7 +64,7 @@ def slope_cis(
     del xc, products
     boot: list[list[NDArray[np.float64]]] = [[] for _ in ys]
     buf = np.empty(0)
-    for _, counts in count_chunks(n, resamples, seed):
+    for _, counts in count_chunks(n, resamples, seed, ahead=True):
         if buf.shape != counts.shape:
             buf = np.empty(counts.shape)
         drawn = counts.astype(np.float64)  # once: a product of doubles is the faster
@@ -96,7 +96,7 @@ def _weighed(
 ) -> NDArray[np.float64]:
     """Each resample's sum of ``column`` weighted by its draw counts (the column's pages let
     go after, where it is in a file)."""
-    found: NDArray[np.float64] = np.multiply(drawn, column, out=buf).sum(axis=1)
+    found: NDArray[np.float64] = multiplied(drawn, column, buf).sum(axis=1)
     release(column)
     return found
 

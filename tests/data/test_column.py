@@ -237,3 +237,18 @@ def test_dump_and_load_copy_arrays_a_block_at_a_time(tmp_path: Path) -> None:
         cut = io.BytesIO(fh.read()[:-100])
     with pytest.raises(EOFError):
         column_.load(cut)
+
+
+def test_weighing_a_mapped_column_in_blocks_is_the_whole_product(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bootstrap_, "_VALUES", 7)  # 7 values at a time, pages let go after each
+    c = Column(spill=tmp_path)
+    values = np.random.default_rng(9).normal(size=50)
+    c.extend(values.tolist())
+    mapped = c.arrays()[0]
+    counts = np.random.default_rng(1).integers(0, 4, size=(3, 50)).astype(np.float64)
+    out = np.empty((3, 50))
+    assert _same(bootstrap_.multiplied(counts, np.asarray(mapped), out), counts * values)
+    spilled_cis = bootstrap_.bootstrap_cis([mapped], resamples=40, seed=4)
+    assert spilled_cis == bootstrap_.bootstrap_cis([values], resamples=40, seed=4)

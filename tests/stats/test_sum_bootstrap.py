@@ -79,3 +79,14 @@ def test_sums_share_the_means_draws_and_keep_their_interval(
         only = bootstrap_cis([], resamples=60, seed=seed, sums=[(rows, stat)])
     assert both == [bootstrap_cis([column], resamples=60, seed=seed)[0], alone]
     assert only == [alone]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1_000])
+def test_counts_drawn_ahead_in_a_thread_are_the_same_draws(
+    monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    monkeypatch.setattr(bootstrap, "_CHUNK", 3 * n)  # 3 resamples a chunk
+    here = list(bootstrap.count_chunks(n, 10, seed=8))
+    ahead = list(bootstrap.count_chunks(n, 10, seed=8, ahead=True))
+    assert [s for s, _ in here] == [s for s, _ in ahead] == [0, 3, 6, 9]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(here, ahead, strict=True))
