@@ -12,7 +12,6 @@ cancelled, finished ones stay in the caches, and it says where things stood and 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import signal
@@ -102,10 +101,18 @@ def _more_open_files() -> None:
     except ImportError:  # pragma: no cover - not on Windows
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
-    if soft != resource.RLIM_INFINITY and soft < want:
-        with contextlib.suppress(ValueError, OSError):  # macOS refuses above OPEN_MAX
+    if soft == resource.RLIM_INFINITY:
+        return
+    top = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    # macOS refuses a soft limit above OPEN_MAX (10,240) even under an infinite hard one
+    for want in (top, 24_576, 10_240, 4_096):
+        if want <= soft or want > top:
+            continue
+        try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            return
+        except (ValueError, OSError):
+            continue
 
 
 def _interrupted(display: progress.Display, command: str) -> int:

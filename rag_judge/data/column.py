@@ -43,12 +43,15 @@ class _Pickler(pickle.Pickler):
     def __init__(self, fh: IO[bytes]) -> None:
         super().__init__(fh, pickle.HIGHEST_PROTOCOL)
         self.arrays: list[FileArray] = []
+        self._seen: dict[int, int] = {}  # an array reached twice is written once
 
     def persistent_id(self, obj: Any) -> Any:
         if not isinstance(obj, FileArray):
             return None
-        self.arrays.append(obj)
-        return (obj.typecode, len(obj), obj._spill is not None)
+        if id(obj) not in self._seen:
+            self._seen[id(obj)] = len(self.arrays)
+            self.arrays.append(obj)
+        return (self._seen[id(obj)], obj.typecode, len(obj), obj._spill is not None)
 
 
 class _Unpickler(pickle.Unpickler):
@@ -57,9 +60,14 @@ class _Unpickler(pickle.Unpickler):
         self.arrays: list[tuple[FileArray, int]] = []
 
     def persistent_load(self, pid: Any) -> FileArray:
-        typecode, n, spills = pid
+        k, typecode, n, spills = pid
+        if k < len(self.arrays):  # the same array, reached again
+            again: FileArray = self.arrays[k][0]
+            return again
         made = FileArray(typecode, tempfile.gettempdir() if spills else None)
-        self.arrays.append((made, n))  # filled from the bytes after the pickle
+        # empty until the pickle is read: its bytes follow it (a __setstate__ meanwhile
+        # would see no items)
+        self.arrays.append((made, n))
         return made
 
 
@@ -156,9 +164,12 @@ class FileArray:
         size = self._dtype.itemsize
         for start in range(0, n, _BLOCK):
             want = size * min(_BLOCK, n - start)
-            raw = fh.read(want)
-            if len(raw) != want:
-                raise EOFError("the file ends before its arrays do")
+            raw = b""
+            while len(raw) < want:  # a stream may give less than asked
+                more = fh.read(want - len(raw))
+                if not more:
+                    raise EOFError("the file ends before its arrays do")
+                raw += more
             self.extend(raw)
 
     def __getstate__(self) -> dict[str, Any]:

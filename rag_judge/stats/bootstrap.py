@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
-from rag_judge.stats.pages import release
+from rag_judge.stats.pages import mapped, release
 
 __all__ = [
     "CORRECTIONS",
@@ -185,8 +185,9 @@ def count_chunks(
     ``default_rng(seed).integers(0, n, (resamples, n))``, made a chunk at a time.
 
     ``ahead``: the next chunk is drawn in a thread while the caller works on this one (numpy
-    draws without the GIL), one chunk more in memory: for a caller that works on each chunk in
-    one thread (the slopes), whose second core would otherwise wait."""
+    draws without the GIL): the next chunk's draws and counts in memory beside the caller's,
+    for a caller whose cores would otherwise wait while it draws (the means' bootstrap, whose
+    threads wait for each chunk, and the slopes')."""
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK // n)
     sizes = [(start, min(per_chunk, resamples - start)) for start in range(0, resamples, per_chunk)]
@@ -253,7 +254,7 @@ def multiplied(
     """``counts * values`` (each row of counts times ``values``) into ``out``; a
     memory-mapped ``values`` a block at a time, its pages let go after each block (the same
     products: only where they are made changes)."""
-    if not isinstance(values, np.memmap) and not isinstance(values.base, np.memmap):
+    if not mapped(values):
         return np.multiply(counts, values, out=out)
     for start in range(0, counts.shape[-1], _VALUES):
         stop = start + _VALUES

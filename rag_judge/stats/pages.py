@@ -11,19 +11,29 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["release", "spilled"]
+__all__ = ["mapped", "release", "spilled"]
 
 
 def release(array: Any) -> None:
     """Drop the pages of the file mapping under ``array`` (a ``numpy.memmap`` or a view of
     one) from this process's memory; they stay in the system's file cache, and a later read
     maps them again. Any other array is left as it is."""
-    base = array
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
+    base = _mapping(array)
     if base is None or not hasattr(mmap, "MADV_DONTNEED") or base.closed:
         return
     base.madvise(mmap.MADV_DONTNEED)
+
+
+def mapped(array: Any) -> bool:
+    """Whether ``array`` is (a view of) a memory map of a file."""
+    return _mapping(array) is not None
+
+
+def _mapping(array: Any) -> mmap.mmap | None:
+    base = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base
 
 
 # Arrays from this size are worth a file: below it, the page faults would cost more than the

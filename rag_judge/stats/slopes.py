@@ -60,6 +60,7 @@ def slope_cis(
         yc = y - y.mean()
         columns.append(spilled(yc))
         products.append(spilled(xc * yc))
+        del yc  # in its file now: not held through the loop
     columns += products
     del xc, products
     boot: list[list[NDArray[np.float64]]] = [[] for _ in ys]

@@ -29,6 +29,23 @@ def test_the_soft_limit_is_raised_never_lowered(
     assert calls == ([] if wanted is None else [(wanted, hard)])
 
 
+def test_macos_refusing_65536_under_an_infinite_hard_limit_gets_10240(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def set_limit(_: int, limits: tuple[int, int]) -> None:
+        calls.append(limits)
+        if limits[0] > 10_240:  # above OPEN_MAX
+            raise ValueError("current limit exceeds maximum limit")
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (256, resource.RLIM_INFINITY))
+    monkeypatch.setattr(resource, "setrlimit", set_limit)
+    cli._more_open_files()
+    inf = resource.RLIM_INFINITY
+    assert calls == [(65_536, inf), (24_576, inf), (10_240, inf)]
+
+
 def test_a_refused_raise_is_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: object) -> None:
         raise ValueError("not allowed")

@@ -221,7 +221,7 @@ def test_dump_and_load_copy_arrays_a_block_at_a_time(tmp_path: Path) -> None:
     tracemalloc.start()
     try:
         with path.open("wb") as fh:
-            column_.dump({"big": big, "small": small, "ids": ids, "n": 7}, fh)
+            column_.dump({"big": big, "small": small, "ids": ids, "n": 7, "again": big}, fh)
         written = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         with path.open("rb") as fh:
@@ -231,6 +231,7 @@ def test_dump_and_load_copy_arrays_a_block_at_a_time(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert written < 4e6 and read < 4e6  # bytes: a block or two, not the 16 MB array
     assert back["n"] == 7 and back["big"].spilled and not back["small"].spilled
+    assert back["again"] is back["big"]  # reached twice: written and read once
     assert back["big"].numpy().tobytes() == big.numpy().tobytes()
     assert back["small"].numpy().tolist() == [3, 1, 4] and list(back["ids"]) == list(ids)
     with path.open("rb") as fh:  # a file cut short says so
