@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from rag_judge.report import write_report
 from rag_judge.report.model import SampleFile
 from rag_judge.resources import resource_dir
 from rag_judge.stats import bootstrap as stats_
+from rag_judge.stats.pages import mapped
 
 DEMO = resource_dir("configs") / "demo.yaml"
 DEMO_DATA = resource_dir("configs") / "data" / "demo.jsonl"
@@ -77,13 +77,6 @@ def test_chunked_and_file_backed_runs_give_the_same_report(tmp_path: Path) -> No
     assert whole.summary["ndcg@5"].mean == math.fsum(ndcg) / 34  # type: ignore[arg-type]
 
 
-def _mapped(values: np.ndarray) -> bool:
-    base = values
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
-    return base is not None
-
-
 def test_a_run_with_its_columns_in_files_gives_the_same_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,9 +87,9 @@ def test_a_run_with_its_columns_in_files_gives_the_same_report(
         other = run(tmp_path, chunk=chunk, inline=inline)
         assert dumped(other) == dumped(whole), (chunk, inline)
         assert other.audit == whole.audit
-    assert _mapped(other.index().column("ndcg@5")) is False  # inline: the report's own index
+    assert mapped(other.index().column("ndcg@5")) is False  # inline: the report's own index
     filed = run(tmp_path, chunk=7, inline=0)
-    assert _mapped(filed.index().column("ndcg@5"))  # the run's column, read from its file
+    assert mapped(filed.index().column("ndcg@5"))  # the run's column, read from its file
     assert filed.column("bleu") == whole.column("bleu")
 
 

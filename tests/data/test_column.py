@@ -23,7 +23,7 @@ from rag_judge.report import samples as samples_
 from rag_judge.report.samples import Ids
 from rag_judge.stats import bootstrap as bootstrap_
 from rag_judge.stats.bootstrap import SumStatistic, exact_sums, summed
-from rag_judge.stats.pages import release
+from rag_judge.stats.pages import mapped, release
 
 values = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
 # a chunk's values, or a push of one value at a position this far past the column's end
@@ -103,7 +103,7 @@ def test_spilled_ids_offsets_and_index_read_as_in_memory(
     for sid in ids:
         w.write(sid.encode())
     offsets = w.close()
-    assert isinstance(offsets, np.memmap) or _mapped(offsets)
+    assert isinstance(offsets, np.memmap) or mapped(offsets)
     assert offsets.tolist() == line_offsets(tmp_path / "f.jsonl").tolist()
     assert w.offsets is not None and w.offsets.last() == offsets[-1]
     a = FileArray("i", tmp_path)
@@ -111,13 +111,6 @@ def test_spilled_ids_offsets_and_index_read_as_in_memory(
     assert a.spilled and a.read(3, 9).tolist() == list(range(3, 9)) and a.last() == 11
     assert a.read(10, 40).tolist() == [10, 11] and a.read(5, 2).tolist() == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
-
-
-def _mapped(values: np.ndarray) -> bool:
-    base = values
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
-    return base is not None
 
 
 def test_a_long_column_is_a_map_of_its_files_and_grows_after_it_is_read(tmp_path: Path) -> None:
@@ -200,10 +193,10 @@ def test_a_corpus_statistic_of_rows_in_a_file_is_the_one_in_memory(
     kept = Rows(tmp_path)
     kept.append(rows[:20])
     kept.append(rows[20:])
-    mapped = kept.array()
-    assert isinstance(mapped, np.memmap)
+    rows_mapped = kept.array()
+    assert isinstance(rows_mapped, np.memmap)
     statistic = SumStatistic(lambda s: (s[0] + 0.1) / (s[1] + 0.3) - s[2] * s[3] / 7.0)
-    assert statistic(mapped) == statistic(rows)
+    assert statistic(rows_mapped) == statistic(rows)
     halves = rows + 0.5  # not integers: summed whole, as before
     other = Rows(tmp_path)
     other.append(halves)
@@ -244,12 +237,14 @@ def test_weighing_a_mapped_column_in_blocks_is_the_whole_product(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bootstrap_, "_VALUES", 7)  # 7 values at a time, pages let go after each
+    monkeypatch.setattr(column_, "TAIL", 4)  # the 50 values in a file
     c = Column(spill=tmp_path)
     values = np.random.default_rng(9).normal(size=50)
     c.extend(values.tolist())
-    mapped = c.arrays()[0]
+    column = c.arrays()[0]
+    assert mapped(np.asarray(column)[3:])  # a view of a view of the map
     counts = np.random.default_rng(1).integers(0, 4, size=(3, 50)).astype(np.float64)
     out = np.empty((3, 50))
-    assert _same(bootstrap_.multiplied(counts, np.asarray(mapped), out), counts * values)
-    spilled_cis = bootstrap_.bootstrap_cis([mapped], resamples=40, seed=4)
+    assert _same(bootstrap_.multiplied(counts, np.asarray(column), out), counts * values)
+    spilled_cis = bootstrap_.bootstrap_cis([column], resamples=40, seed=4)
     assert spilled_cis == bootstrap_.bootstrap_cis([values], resamples=40, seed=4)
