@@ -121,10 +121,6 @@ class FileArray:
             self._tail.extend(items)
         self._maybe_spill()
 
-    def last(self) -> Any:
-        """The last item (the array must not be empty)."""
-        return self.item(len(self) - 1)
-
     def item(self, i: int) -> Any:
         """Item ``i`` (within the array): from memory, or one read of the file."""
         if i >= self._on_disk:

@@ -85,7 +85,7 @@ class SumStatistic:
     def __call__(self, rows: NDArray[np.float64]) -> float:
         if len(rows) == 0:
             return math.nan
-        if isinstance(rows, np.memmap) and exact_sums(rows):  # a block of the file at a time
+        if mapped(rows) and exact_sums(rows):  # a block of the file at a time
             return self.of_sums(summed(np.ones((1, len(rows))), rows)[0].tolist())
         return self.of_sums(np.asarray(rows).sum(axis=0).tolist())
 
@@ -225,7 +225,6 @@ def _resampled_means(
     for c in group:
         weighted = _weighted(counts, flats[c], buf, finite[c])
         boot[c, start : start + len(counts)] = weighted.sum(axis=1) / n
-        release(flats[c])  # a column in a file: a thread holds one column's pages at a time
 
 
 def _finite(values: NDArray[np.float64]) -> bool:

@@ -73,8 +73,9 @@ def slope_cis(
         spread = n * sxx - sx * sx
         flat = np.zeros(len(counts), dtype=bool)
         for r in np.flatnonzero(spread <= _SUSPECT * (n * sxx + sx * sx)):
-            drawn = columns[0][counts[r] > 0]  # the centred regressor's drawn values
-            flat[r] = drawn.min() == drawn.max()
+            picked = columns[0][counts[r] > 0]  # the centred regressor's drawn values
+            flat[r] = picked.min() == picked.max()
+            release(columns[0])
         for k in range(len(ys)):
             sy, sxy = rest[k], rest[len(ys) + k]
             slopes = (n * sxy - sx * sy) / np.where(flat, 1.0, spread)
@@ -95,10 +96,9 @@ def slope_cis(
 def _weighed(
     drawn: NDArray[np.float64], column: NDArray[np.float64], buf: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Each resample's sum of ``column`` weighted by its draw counts (the column's pages let
-    go after, where it is in a file)."""
+    """Each resample's sum of ``column`` weighted by its draw counts (a column in a file is
+    weighed a block at a time, its pages let go after each: ``multiplied``)."""
     found: NDArray[np.float64] = multiplied(drawn, column, buf).sum(axis=1)
-    release(column)
     return found
 
 
