@@ -35,15 +35,17 @@ def _cpu_of(pids: list[int]) -> float:
 def engine_side(
     url: str,
     requests: list[CompletionRequest],
+    warm: list[CompletionRequest],
     concurrency: int,
     processes: int,
     cache: Path,
     post: bool = False,
 ) -> tuple[Side, int]:
     """A fresh engine (``processes`` workers; 1: in-process) over the openai client and an empty
-    cache, after one warm-up call (the SDK's lazy imports, the connections, the workers' start).
-    Also the HTTP requests its usage counted (warm-up included). ``post``: the client as it was
-    before its per-call trim, every call through ``sdk.post`` (the reference for that trim)."""
+    cache, after the ``warm`` calls (the SDK's lazy imports, the connections, the workers'
+    start). Also the HTTP requests its usage counted (warm-up included). ``post``: the client
+    as it was before its per-call trim, every call through ``sdk.post`` (the reference for that
+    trim)."""
     client = OpenAIClient("fake-judge", base_url=url, timeout=30.0)
     if post:
         client._open_clients = _without_templates(client)  # type: ignore[method-assign]
@@ -51,7 +53,7 @@ def engine_side(
     async def run() -> tuple[Side, int]:
         engine = JudgeEngine(client, cache=cache, concurrency=concurrency, processes=processes)
         async with engine:
-            await engine.run([_warm_up(requests[0])])
+            await engine.run(warm)
             pids = engine.worker_pids
             start, cpu, workers = time.perf_counter(), time.process_time(), _cpu_of(pids)
             results = await engine.run(requests)
@@ -64,7 +66,9 @@ def engine_side(
     return asyncio.run(run())
 
 
-def sdk_side(url: str, requests: list[CompletionRequest], concurrency: int) -> Side:
+def sdk_side(
+    url: str, requests: list[CompletionRequest], warm: list[CompletionRequest], concurrency: int
+) -> Side:
     """The openai SDK alone, as its docs show it: ``chat.completions.create`` under a
     semaphore over its aiohttp client; no engine, no cache."""
     import openai
@@ -88,7 +92,7 @@ def sdk_side(url: str, requests: list[CompletionRequest], concurrency: int) -> S
                     )
                 return reply.choices[0].message.content
 
-            await one(_warm_up(requests[0]))
+            await asyncio.gather(*map(one, warm))
             start, cpu = time.perf_counter(), time.process_time()
             texts = await asyncio.gather(*map(one, requests))
             return time.perf_counter() - start, time.process_time() - cpu, list(texts)
@@ -96,7 +100,9 @@ def sdk_side(url: str, requests: list[CompletionRequest], concurrency: int) -> S
     return asyncio.run(run())
 
 
-def aiohttp_side(url: str, requests: list[CompletionRequest], concurrency: int) -> Side:
+def aiohttp_side(
+    url: str, requests: list[CompletionRequest], warm: list[CompletionRequest], concurrency: int
+) -> Side:
     """A raw aiohttp client: one session, JSON posted and parsed; the floor of the client."""
     import aiohttp
 
@@ -117,7 +123,7 @@ def aiohttp_side(url: str, requests: list[CompletionRequest], concurrency: int) 
                 text: str | None = data["choices"][0]["message"]["content"]
                 return text
 
-            await one(_warm_up(requests[0]))
+            await asyncio.gather(*map(one, warm))
             start, cpu = time.perf_counter(), time.process_time()
             texts = await asyncio.gather(*map(one, requests))
             return time.perf_counter() - start, time.process_time() - cpu, list(texts)
@@ -134,10 +140,6 @@ def _without_templates(client: OpenAIClient) -> Callable[[], list[Any]]:
         return sdks
 
     return open_clients
-
-
-def _warm_up(request: CompletionRequest) -> CompletionRequest:
-    return CompletionRequest(messages=request.messages, max_tokens=1)
 
 
 def _text(result: object) -> str | None:

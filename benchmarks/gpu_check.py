@@ -15,9 +15,9 @@
    against bert-score's batched call too, for the record (its padding changes some pairs).
    On CUDA, rag-judge's fp16 and bf16 runs are timed as well, outside the goal.
 2. ``benchmarks/judge.py`` (the judge client against the fake server) on this machine's cores:
-   goal 4's load (2,000 calls, concurrency 64, 100 ms) with ``--processes`` where judge.py has
-   that option, then a load that can reach 2,000 calls/s (12,000 calls at concurrency 512,
-   4 and 8 worker processes, 8 server processes).
+   goal 4's load (2,000 calls, concurrency 64, 100 ms; in one process and with 2, 4 and 8 worker
+   processes, every side warmed up by two calls per slot), then a load that can reach 2,000
+   calls/s (12,000 calls at concurrency 512, 4 and 8 worker processes, 8 server processes).
 Everything printed also goes to ``OUT/gpu_check.log``, and the numbers to
 ``OUT/gpu_check.json``.
 """
@@ -258,24 +258,17 @@ def bertscore(args: argparse.Namespace, log: Log, scratch: Path) -> dict[str, An
 
 
 def judge_flags(smoke: bool, extra: str | None) -> list[str]:
-    """judge.py's options: small sizes in smoke mode; ``--processes`` where judge.py has it
-    (one list, spaced or comma-separated as its help shows). ``extra`` replaces the automatic
-    choice of sizes and processes: the GPU session can adapt to judge.py without an edit."""
-    flags = ["--skip-local"]
+    """judge.py's options for goal 4's load (2,000 calls, concurrency 64, 100 ms): the engine in
+    one process and with 2, 4 and 8 worker processes, against 4 server processes, 3 rounds
+    (small sizes in smoke mode). ``extra`` replaces them: the GPU session can adapt to judge.py
+    without an edit."""
     if extra is not None:
-        return flags + extra.split()
-    small = ["--n", "64", "--concurrency", "8", "--latency", "0.01", "--repeat", "1"]
-    flags += [*small, "--rpm-seconds", "2"] if smoke else ["--rpm-seconds", "10"]
-    help_text = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "judge.py"), "--help"],
-        capture_output=True, text=True, check=False,
-    ).stdout  # fmt: skip
-    counts = ["1", "2"] if smoke else ["1", "4", "8", "16"]
-    if "--processes PROCESSES [PROCESSES ...]" in help_text:
-        flags += ["--processes", *counts]
-    elif "--processes" in help_text:
-        flags += ["--processes", ",".join(counts)]
-    return flags
+        return ["--skip-local", *extra.split()]
+    if smoke:
+        return ["--throughput-only", "--n", "64", "--concurrency", "8", "--latency", "0.01",
+                "--processes", "2", "--server-processes", "2", "--repeat", "1"]  # fmt: skip
+    return ["--throughput-only", "--n", "2000", "--concurrency", "64", "--processes", "2", "4",
+            "8", "--server-processes", "4", "--repeat", "3"]  # fmt: skip
 
 
 def throughput_flags(smoke: bool) -> list[str]:
@@ -327,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-judge", action="store_true")
     ap.add_argument("--skip-bertscore", action="store_true")
     ap.add_argument("--judge-args", default=None, help="judge.py's options instead of ours")
-    ap.add_argument("--judge-timeout", type=float, default=150.0, help="seconds")
+    ap.add_argument("--judge-timeout", type=float, default=200.0, help="seconds")
     ap.add_argument("--throughput-timeout", type=float, default=80.0, help="seconds")
     args = ap.parse_args(argv)
     args.pairs = args.pairs or (24 if args.smoke else 1000)

@@ -22,4 +22,4 @@ if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv \
         | tee -a "$OUT/gpu_check.log" || true
 fi
-exec timeout 300 "$PY" benchmarks/gpu_check.py --out "$OUT" "$@"
+exec timeout 360 "$PY" benchmarks/gpu_check.py --out "$OUT" "$@"

@@ -128,6 +128,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     aiohttp client. Medians per side; every side's answers must equal the in-process engine's.
     Then a rerun of the last cache: zero requests."""
     requests = [judgment(i) for i in range(args.n)]
+    warm = warm_ups(args)
     ideal = args.n / args.concurrency * args.latency
     sides = ["engine"] + (["engine_post"] if args.post_side else [])
     sides += [f"pool_{n}" for n in args.processes if n > 1] + ["sdk", "aiohttp"]
@@ -141,22 +142,22 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     processes = int(side[5:]) if side.startswith("pool_") else 1
                     cache_path = tmp / f"cache-{rep}-{side}.sqlite"
                     (wall, cpu, texts), sent = engine_side(
-                        url, requests, args.concurrency, processes, cache_path,
+                        url, requests, warm, args.concurrency, processes, cache_path,
                         post=side == "engine_post",
                     )  # fmt: skip
                     counted += sent
                 elif side == "sdk":
-                    wall, cpu, texts = sdk_side(url, requests, args.concurrency)
+                    wall, cpu, texts = sdk_side(url, requests, warm, args.concurrency)
                 else:
-                    wall, cpu, texts = aiohttp_side(url, requests, args.concurrency)
+                    wall, cpu, texts = aiohttp_side(url, requests, warm, args.concurrency)
                 expected = texts if expected is None else expected
                 assert texts == expected and None not in texts, f"{side}: other answers"
                 runs[side].append((wall, cpu))
                 # Progress on stderr: a run cut short by a time limit still shows its sides.
                 print(f"round {rep + 1} {side}: {wall:.3f} s", file=sys.stderr, flush=True)
-        # Each reference side sent n + 1 requests (its warm-up); the engines' own from usage.
+        # Each reference side sent n requests and its warm-ups; the engines' own from usage.
         seen = stats(url)["requests"] if args.server_processes == 1 else None
-        references = 2 * args.repeat * (args.n + 1)
+        references = 2 * args.repeat * (args.n + len(warm))
         with JudgeEngine(client_for(url), cache=cache_path, concurrency=args.concurrency) as rerun:
             start = time.perf_counter()
             again = rerun.run_sync(requests)
@@ -169,6 +170,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "ideal_s": round(ideal, 3),
         "ideal_calls_per_s": round(args.n / ideal, 1),
         "repeats": args.repeat,
+        "warm_up_calls": len(warm),
         "http": client_for("http://127.0.0.1:1/v1").http,
         "server_processes": args.server_processes,
         "sides": {},
@@ -192,12 +194,24 @@ def throughput(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return out
 
 
+def warm_ups(args: argparse.Namespace) -> list[CompletionRequest]:
+    """The calls each side makes before its timed run, none of them a timed request: ``--warm-up``
+    of them, by default two per call slot. That fills every worker's window of a pool (two
+    requests per slot), so each worker has made its first SDK call (lazy imports, its client)
+    and every side has its connections open before the clock starts."""
+    count = 2 * args.concurrency if args.warm_up is None else args.warm_up
+    return [
+        CompletionRequest(messages=judgment(args.n + k).messages, max_tokens=1)
+        for k in range(max(count, 1))
+    ]
+
+
 def print_sides(t: dict[str, Any]) -> None:
     """One line per side: what the table in the README reads."""
     print(
         f"{t['judgments']} judgments at {t['latency_s']} s, concurrency {t['concurrency']}: "
         f"ideal {t['ideal_s']} s ({t['ideal_calls_per_s']} calls/s); {os.cpu_count()} cores; "
-        f"medians of {t['repeats']}"
+        f"medians of {t['repeats']}; {t.get('warm_up_calls', 1)} warm-up calls per side"
     )
     for side, row in t["sides"].items():
         print(
@@ -291,6 +305,12 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="timed cold runs (median kept)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        default=None,
+        help="untimed calls before each side's run (default 2 per call slot; 1 as before)",
+    )
     parser.add_argument(
         "--processes",
         type=int,
