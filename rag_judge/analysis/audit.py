@@ -26,22 +26,17 @@ normalised twin nor a restatement over a subset such as ``faithfulness_answered`
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ValidationError
 
-from rag_judge.errors import ConfigError, DataError
-from rag_judge.judge.pairwise_result import PairOutcome, PairVerdict, PairwiseResult
-from rag_judge.llm.base import Usage
+from rag_judge.analysis.audit_pairwise import audit_pairwise, load_pairwise
+from rag_judge.errors import ConfigError
 from rag_judge.report.estimates import (
     AUDIT_RESAMPLES,
     COLLAPSE_SHARE,
@@ -50,6 +45,7 @@ from rag_judge.report.estimates import (
 )
 from rag_judge.report.model import Report, ReportWarning, Signature, WarningKind
 from rag_judge.report.result import UNIT_PREFIXES
+from rag_judge.stats.pages import blocks, mapped, release, spilled
 from rag_judge.stats.slopes import grouped, ols_slopes, slope_cis
 
 __all__ = [
@@ -172,9 +168,12 @@ def modal_score(scores: NDArray[np.float64]) -> tuple[float, float] | tuple[None
     share of ``scores``."""
     if len(scores) == 0:
         return None, None
-    values, counts = np.unique(np.floor(scores + 0.5), return_counts=True)
-    top = int(np.argmax(counts))
-    return float(values[top]), float(counts[top]) / len(scores)
+    found: Counter[float] = Counter()
+    for _, block in blocks(scores):  # a block at a time: a million scores are not copied
+        values, counts = np.unique(np.floor(block + 0.5), return_counts=True)
+        found.update(dict(zip(values.tolist(), counts.tolist(), strict=True)))
+    top = min(found, key=lambda v: (-found[v], v))
+    return float(top), float(found[top]) / len(scores)
 
 
 # ---- the report's rubrics ---------------------------------------------------------------------
@@ -210,12 +209,15 @@ def audit_report(
             scores, length, family = _per_unit(report, metric, generators.of_samples())
             seen = Counter(family)
         else:
+            # A run's columns map files. The scores and lengths stay in them, or go to one when
+            # some samples are left out, and each step below lets their pages go when done.
             column = index.column(metric)
             scored = index.present(metric) & ~np.isnan(column)
-            every = bool(scored.all())  # then the lengths are not copied
-            scores = np.array(column if every else column[scored], dtype=np.float64)
-            length = lengths if every else lengths[scored]
+            every = bool(scored.all())  # then neither is copied
+            scores = _kept(column) if every else spilled(np.array(column[scored], np.float64))
+            length = lengths if every else spilled(lengths[scored])
             seen = generators.among(scored)
+            release(column, lengths)
         found[metric] = (scores, length, seen)
     intervals = _intervals({m: (length, scores) for m, (scores, length, _) in found.items()},
                            resamples, report.confidence, seed)  # fmt: skip
@@ -239,6 +241,7 @@ def audit_report(
             self_preference=prefers,
             self_preference_note=note,
         )
+        release(x, y, scores, length)
     return out
 
 
@@ -254,6 +257,7 @@ def _intervals(
     out: dict[str, tuple[float, float] | None] = {}
     for x, metrics in grouped({m: x for m, (x, _) in pairs.items()}):
         ys = [pairs[m][1] for m in metrics]
+        release(x, *ys)  # read by the grouping; the slopes read them again
         out.update(zip(metrics, _slope_cis(x, ys, resamples, confidence, seed), strict=True))
     return out
 
@@ -309,6 +313,7 @@ class _Families:
     def among(self, scored: NDArray[np.bool_]) -> Counter[str | None]:
         """How many of the ``scored`` samples each family generated."""
         counts = np.bincount(self.codes[scored] + 1, minlength=len(self.names) + 1).tolist()
+        release(self.codes)
         seen: Counter[str | None] = Counter()
         for family, count in zip([self.default, *self.names], counts, strict=True):
             if count:
@@ -327,18 +332,24 @@ def _per_sample(report: Report) -> tuple[NDArray[np.float64], _Families]:
     index = report.index()
     codes, named = index.generator_codes()
     families = _Families(codes, [model_family(n) for n in named], default)
-    return np.array(index.answer_words.numpy(), dtype=np.float64), families
+    return _kept(index.answer_words.numpy()), families
+
+
+def _kept(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """An index's column as the audit keeps it: a map of its file as it is (read a block at a
+    time, its pages let go after each step), else a copy (the index's own array grows)."""
+    return values if mapped(values) else np.array(values, dtype=np.float64)
 
 
 def _answered(
     length: NDArray[np.float64], scores: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The lengths and scores of the samples with an answer (the arrays themselves when every
-    sample has one: a million are not copied)."""
+    sample has one: a million are not copied; else copies, in a file past a megabyte)."""
     answered = ~np.isnan(length)
     if answered.all():
         return length, scores
-    return length[answered], scores[answered]
+    return spilled(length[answered]), spilled(scores[answered])
 
 
 def _per_unit(
@@ -386,68 +397,3 @@ def _self_preference(
             f"(generator families: {gens}{tail})"
         )
     return False, f"judge family {judge_text}; generator families: {gens}{tail}"
-
-
-# ---- pairwise runs ----------------------------------------------------------------------------
-
-
-def audit_pairwise(result: PairwiseResult) -> RubricAudit:
-    """A pairwise run's audit: its position consistency (:attr:`PairwiseResult.
-    position_consistency`), scored pairs and the share of pairs left unscored."""
-    c = result.counts
-    asked = c["n"] + c["unscored"]
-    return RubricAudit(
-        metric=result.rubric,
-        n=c["n"],
-        unscored_rate=c["unscored"] / asked if asked else None,
-        position_consistency=result.position_consistency,
-    )
-
-
-def load_pairwise(path: str | Path) -> PairwiseResult:
-    """A ``rag-judge pairwise --format json`` output read back."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return PairwiseResult(
-            rubric=str(data["rubric"]),
-            signature=Signature.parse(str(data.get("signature", ""))),
-            labels=(str(data["a"]), str(data["b"])),
-            pairs=[_pair(p) for p in data["samples"]],
-            only_a=list(data.get("only_a_ids", [])),
-            only_b=list(data.get("only_b_ids", [])),
-            win_rate=data.get("win_rate_b"),
-            ci=(data.get("ci_low"), data.get("ci_high")),
-            resamples=int(data.get("resamples", 0)),
-            confidence=float(data.get("confidence", 0.95)),
-            seed=int(data.get("seed", 0)),
-            usage=Usage.model_validate(data.get("usage", {})),
-        )
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except KeyError as exc:
-        raise DataError(
-            f"{path}: not a rag-judge pairwise JSON (no key {exc}; expected the output of "
-            "`rag-judge pairwise --format json`)"
-        ) from None
-    except (ValueError, TypeError, AttributeError, ValidationError) as exc:
-        raise DataError(
-            f"{path}: not a rag-judge pairwise JSON ({exc}); expected the output of "
-            "`rag-judge pairwise --format json`"
-        ) from None
-
-
-def _pair(row: dict[str, Any]) -> PairOutcome:
-    outcome, consistent = row["outcome"], row["consistent"]
-    if outcome not in ("A", "B", "tie", None) or consistent not in (True, False, None):
-        raise ValueError(
-            f"sample {row.get('id')!r}: outcome {outcome!r} / consistent {consistent!r}; "
-            "expected an outcome of A, B, tie or null and consistent true, false or null"
-        )
-    return PairOutcome(
-        id=str(row["id"]),
-        outcome=outcome,
-        consistent=consistent,
-        reason=row.get("unscored_reason"),
-        verdicts=[PairVerdict.model_validate(v) for v in row.get("verdicts", [])],
-    )

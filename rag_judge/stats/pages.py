@@ -6,22 +6,36 @@ from __future__ import annotations
 
 import mmap
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["mapped", "release", "spilled"]
+__all__ = ["BLOCK", "blocks", "mapped", "release", "spilled"]
 
 
-def release(array: Any) -> None:
-    """Drop the pages of the file mapping under ``array`` (a ``numpy.memmap`` or a view of
-    one) from this process's memory; they stay in the system's file cache, and a later read
-    maps them again. Any other array is left as it is."""
-    base = _mapping(array)
-    if base is None or not hasattr(mmap, "MADV_DONTNEED") or base.closed:
-        return
-    base.madvise(mmap.MADV_DONTNEED)
+def release(*arrays: Any) -> None:
+    """Drop the pages of the file mapping under each of ``arrays`` (a ``numpy.memmap`` or a
+    view of one) from this process's memory; they stay in the system's file cache, and a later
+    read maps them again. Any other array is left as it is."""
+    for array in arrays:
+        base = _mapping(array)
+        if base is not None and hasattr(mmap, "MADV_DONTNEED") and not base.closed:
+            base.madvise(mmap.MADV_DONTNEED)
+
+
+# Items of an array read at a time by :func:`blocks` (2 MB of doubles).
+BLOCK = 262_144
+
+
+def blocks(array: NDArray[Any], size: int = BLOCK) -> Iterator[tuple[int, NDArray[Any]]]:
+    """``array`` ``size`` items at a time, each block with the position of its first item; a
+    mapped array's pages are let go after each block, so a pass over a column in a file holds
+    one block of it. A block is a view: the caller copies what it keeps."""
+    for start in range(0, len(array), size):
+        yield start, array[start : start + size]
+        release(array)
 
 
 def mapped(array: Any) -> bool:
@@ -48,6 +62,6 @@ def spilled(array: NDArray[Any]) -> NDArray[Any]:
     if array.nbytes < SPILL_BYTES:
         return array
     with tempfile.TemporaryFile() as fh:  # the map keeps its own descriptor of the file
-        fh.write(np.ascontiguousarray(array).tobytes())
+        fh.write(np.ascontiguousarray(array).data.cast("B"))  # no copy in bytes
         fh.flush()
         return np.memmap(fh, array.dtype, "r", shape=array.shape)

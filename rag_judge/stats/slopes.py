@@ -63,6 +63,7 @@ def slope_cis(
         del yc  # in its file now: not held through the loop
     columns += products
     del xc, products
+    release(x, *ys)  # read once for the centring: the loop below reads their files
     boot: list[list[NDArray[np.float64]]] = [[] for _ in ys]
     buf = np.empty(0)
     for _, counts in count_chunks(n, resamples, seed, ahead=True):

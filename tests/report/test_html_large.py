@@ -5,16 +5,25 @@ uncertain) and a seeded random draw, texts cut, with the counts stated; charts o
 from __future__ import annotations
 
 import math
+import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_judge import Report, Sample
-from rag_judge.report.html import INLINE_ROWS, SAMPLE_BUDGET, _inline, render_html, write_html
-from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, Scale, bin_scores
+from rag_judge.report.html import (
+    INLINE_ROWS,
+    SAMPLE_BUDGET,
+    _inline,
+    _picks,
+    render_html,
+    write_html,
+)
+from rag_judge.report.html.charts import RANGE, RUBRIC, UNIT, Scale, bin_blocks, bin_scores
 from rag_judge.report.model import (
     MetricKind,
     MetricSummary,
@@ -22,6 +31,7 @@ from rag_judge.report.model import (
     RubricJudgment,
     SampleResult,
 )
+from rag_judge.stats import pages
 from tests.report.synthetic import big_report
 from tests.report.test_html import _chromium, _report, assert_one_script, needs_chromium
 
@@ -298,3 +308,63 @@ def test_the_bins_are_those_counted_one_by_one(values: list[float]) -> None:
         assert bin_scores(values, scale).counts == _bins_one_by_one(values, scale)
     unread = [*values, math.nan, math.inf, -math.inf]  # not counted
     assert bin_scores(unread, RANGE).counts == _bins_one_by_one(values, RANGE)
+
+
+@given(
+    st.lists(st.floats(min_value=-1, max_value=7, allow_nan=False), min_size=1),
+    st.integers(1, 5),
+)
+def test_bins_read_a_block_at_a_time_are_those_of_every_value(
+    values: list[float], size: int
+) -> None:
+    parts = [values[i : i + size] for i in range(0, len(values), size)]
+    for scale in (UNIT, RUBRIC, RANGE, Scale(0.0, 2.5)):
+        whole = bin_scores(values, scale)
+        assert bin_blocks(lambda: parts, scale) == whole
+    assert bin_blocks(lambda: [[math.nan], []], RANGE) == bin_scores([], RANGE)
+
+
+# --- the lowest and the most uncertain, a block at a time ---------------------------------------
+
+
+def _first_k_whole(keys: np.ndarray, k: int) -> list[int]:
+    """The way before blocks: the whole column's k smallest, the earliest first among ties."""
+    valid = np.flatnonzero(~np.isnan(keys))
+    if valid.size > k:
+        kth = np.partition(keys[valid], k - 1)[k - 1]
+        valid = valid[keys[valid] <= kth]
+    return [int(i) for i in valid[np.argsort(keys[valid], kind="stable")][:k]]
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0, math.nan]), max_size=60),
+    st.integers(1, 8),
+    st.integers(1, 7),
+)
+def test_first_k_by_blocks_is_the_whole_columns(values: list[float], k: int, size: int) -> None:
+    keys = np.array(values, dtype=np.float64)
+    parts = ((s, keys[s : s + size]) for s in range(0, len(keys), size))
+    assert _picks.first_k(parts, k).tolist() == _first_k_whole(keys, k)
+
+
+def test_first_k_reads_a_mapped_column_a_block_at_a_time() -> None:
+    rng = np.random.default_rng(3)
+    keys = np.round(rng.random(600_000) * 50) / 50  # many ties
+    keys[rng.integers(0, len(keys), 1000)] = np.nan
+    column = pages.spilled(keys)
+    assert pages.mapped(column)
+    got = _picks.first_k(pages.blocks(column), 30)
+    assert got.tolist() == _first_k_whole(keys, 30)
+
+
+@given(st.integers(0, 40), st.sets(st.integers(0, 39)))
+def test_the_random_draw_samples_the_positions_not_taken(n: int, taken: set[int]) -> None:
+    taken = {t for t in taken if t < n}
+    others = _picks.Others(n, taken)
+    expected = [i for i in range(n) if i not in taken]
+    assert len(others) == len(expected) and list(others) == expected
+    assert [others[-j] for j in range(1, len(expected) + 1)] == expected[::-1]
+    for k in range(len(expected) + 1):  # the same draw as from the list
+        assert random.Random(0).sample(others, k) == random.Random(0).sample(expected, k)
+    with pytest.raises(IndexError):
+        others[len(expected)]

@@ -25,8 +25,9 @@ from rag_judge.data.conversation import RetrievalStep, Turn
 from rag_judge.report.format import short
 from rag_judge.report.html._conversation_view import conversation_view
 from rag_judge.report.html._jinja import sample_macros
+from rag_judge.report.html._picks import Others, first_k
 from rag_judge.report.html._sample_view import is_twin, not_retrieved, table_row
-from rag_judge.report.html.charts import Scale
+from rag_judge.report.html.charts import Bins, Scale, bin_blocks, bin_scores
 from rag_judge.report.model import (
     BaseJudgment,
     Failure,
@@ -37,6 +38,7 @@ from rag_judge.report.model import (
     SampleResult,
 )
 from rag_judge.report.result import UNIT_PREFIXES
+from rag_judge.stats.pages import blocks
 
 __all__ = ["INLINE_ROWS", "SAMPLE_BUDGET", "SEED", "Columns", "Inline", "inline_samples"]
 
@@ -72,12 +74,12 @@ class Columns:
     def column(self, metric: str) -> npt.NDArray[np.float64]:
         return self._index.column(metric)
 
-    def values(self, metric: str) -> npt.NDArray[np.float64]:
+    def bins(self, metric: str, scale: Scale) -> Bins:
+        """The histogram of ``metric``'s values (a column in a file read a block at a time)."""
         if metric.startswith(UNIT_PREFIXES):  # scored per unit: every turn's or step's value
             units = self._report.column(metric).values()
-            return np.array([v for v in units if v is not None and not np.isnan(v)], dtype=float)
-        col = self.column(metric)
-        return col[~np.isnan(col)]
+            return bin_scores([v for v in units if v is not None], scale)
+        return bin_blocks(lambda: (block for _, block in blocks(self.column(metric))), scale)
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def _pick(report: Report, metrics: Sequence[str], columns: Columns) -> _Picks:
     picks.uncertain = _share(_UNCERTAIN_ROWS, len(rubrics))
     take("uncertain", (_uncertain(report, m, picks.uncertain) for m in rubrics), None)
 
-    rest = [i for i in range(len(index)) if i not in taken]
+    rest = Others(len(index), taken)
     picks.rest = len(rest)
     draw = random.Random(SEED).sample(rest, max(min(len(rest), INLINE_ROWS - len(taken)), 0))
     picks.order += [(i, "random", "random") for i in draw]
@@ -225,12 +227,8 @@ def _lowest(report: Report, metric: str, columns: Columns, k: int) -> list[tuple
     """The ``k`` samples with the lowest values of ``metric`` (the highest for a latency), the
     earliest first among ties."""
     high = report.summary[metric].kind is MetricKind.LATENCY
-    keyed = -columns.column(metric) if high else columns.column(metric)
-    valid = np.flatnonzero(~np.isnan(keyed))
-    if valid.size > k:  # only the candidates up to the k-th value are sorted
-        kth = np.partition(keyed[valid], k - 1)[k - 1]
-        valid = valid[keyed[valid] <= kth]
-    order = valid[np.argsort(keyed[valid], kind="stable")][:k]
+    column = columns.column(metric)
+    order = first_k(((s, -b if high else b) for s, b in blocks(column)), k)
     why = f"{'highest' if high else 'lowest'} {metric}"
     return [(int(i), why) for i in order]
 
@@ -240,8 +238,7 @@ def _uncertain(report: Report, rubric: str, k: int) -> list[tuple[int, str]]:
     none was sampled) the lowest probability of the most probable verdict; the earliest first
     among ties."""
     keys, spread = report.index().uncertainty(rubric)
-    found = np.flatnonzero(~np.isnan(keys))
-    order = found[np.lexsort((found, keys[found]))][:k]
+    order = first_k(blocks(keys), k)
     out = []
     for i in order:
         key = float(keys[i])

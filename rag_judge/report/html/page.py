@@ -67,7 +67,6 @@ from rag_judge.report.html.charts import (
     CiBar,
     Histogram,
     Scale,
-    bin_scores,
     ci_bar,
     histogram,
     k_chart,
@@ -211,7 +210,7 @@ def render_html(report: Report, plan: Mapping[str, object] | None = None) -> str
         twins=[m for m in report.summary if m not in shown],
         stub_rubrics=report.stub_judged(),
         distributions=[
-            _Distribution(m, s, histogram(bin_scores(columns.values(m), scales[m])))
+            _Distribution(m, s, histogram(columns.bins(m, scales[m])))
             for m, s in report.summary.items()
             if m in shown and s.n > 0
         ],
