@@ -134,8 +134,10 @@ class SeenIds:
         self._n += len(ids)
         # Runs merged while the newer is as long as the older: log2(n) runs at most.
         while len(self._runs) > 1 and len(self._runs[-2]) <= len(self._runs[-1]):
-            newer = self._runs.pop()
-            self._runs[-1] = np.sort(np.concatenate([self._runs[-1], newer]), kind="stable")
+            # Sorted in place once the two runs are let go: the merge holds one copy of them.
+            merged = np.concatenate([self._runs.pop(), self._runs.pop()])
+            merged.sort()  # equal hashes are alike: any sort gives the same run
+            self._runs.append(merged)
         return [int(i) for i in np.flatnonzero(again)]
 
 

@@ -239,7 +239,8 @@ class Evaluator(BaseModel, abc.ABC):
         """One metric's signature for a run whose parts (chunks, Ray shards) signed it apart,
         each from its own samples: :func:`merged_signature` (an option that differs says
         ``mixed``); a family whose own word for that differs overrides it (sacrebleu's
-        ``nrefs:var``)."""
+        ``nrefs:var``). Of a run's chunks, ``signatures`` holds each distinct one (by options)
+        once, in the order first given."""
         return merged_signature(signatures)
 
     # ---- running --------------------------------------------------------------------------
@@ -265,7 +266,9 @@ class EvaluatorRun:
 
     def __init__(self, evaluator: Evaluator) -> None:
         self.evaluator = evaluator
-        self._signed: dict[str, list[Signature]] = {}
+        # Per metric, each distinct signature its chunks gave (by options), first seen first:
+        # a million samples in a thousand chunks keep one each, not a thousand.
+        self._signed: dict[str, dict[tuple[tuple[str, Any], ...], Signature]] = {}
 
     def metric_names(self) -> list[str]:
         return self.evaluator.metric_names()
@@ -333,16 +336,17 @@ class EvaluatorRun:
         result = self.evaluate(chunk)
         for metric, signature in result.signatures.items():
             if any(v is not None for v in result.scores.get(metric, ())):
-                self._signed.setdefault(metric, []).append(signature)
+                seen = self._signed.setdefault(metric, {})
+                seen.setdefault(tuple(signature.options.items()), signature)
         return result
 
     def finish(self) -> Final:
         """The run's signatures where its chunks signed a metric differently (sacrebleu's
-        reference count per chunk, say), merged by the evaluator."""
+        reference count per chunk, say), merged by the evaluator from the distinct ones."""
         out = {}
         for metric, seen in self._signed.items():
-            if len({tuple(s.options.items()) for s in seen}) > 1:
-                out[metric] = self.evaluator.merge_signature(seen)
+            if len(seen) > 1:
+                out[metric] = self.evaluator.merge_signature(list(seen.values()))
         return Final(signatures=out)
 
     def evaluate_all(self, samples: Sequence[Sample]) -> EvaluatorResult:

@@ -291,6 +291,21 @@ def test_chunks_with_one_reference_count_each_sign_nrefs_var() -> None:
         assert ev.prepare().evaluate_chunks([one, one], lambda r: None).signatures == {}
 
 
+def test_a_run_of_many_chunks_keeps_each_distinct_signature_once() -> None:
+    """A million samples in a thousand chunks do not keep a thousand signatures per metric:
+    one per distinct signature, first seen first, merged as all of them would be."""
+    one = [Sample(id="a", answer="a b c", references=["a b"])]
+    two = [Sample(id="b", answer="a b c", references=["a b", "c"])]
+    ev = BleuEvaluator()
+    metric = ev.metric_names()[0]
+    run = ev.prepare()
+    final = run.evaluate_chunks([one, two, one, two] * 50, lambda r: None)
+    kept = list(run._signed[metric].values())
+    assert [s.options["corpus"][:9] for s in kept] == ["[nrefs:1|", "[nrefs:2|"]
+    every = [ev.prepare().evaluate(c).signatures[metric] for c in [one, two, one, two] * 50]
+    assert final.signatures[metric] == ev.merge_signature(every)
+
+
 def test_ter_is_lower_is_better_in_the_summary_and_the_regression_gate() -> None:
     from rag_judge.analysis.gates import RegressionRule, check_gates
 
