@@ -202,7 +202,7 @@ def warm_ups(args: argparse.Namespace) -> list[CompletionRequest]:
     count = 2 * args.concurrency if args.warm_up is None else args.warm_up
     return [
         CompletionRequest(messages=judgment(args.n + k).messages, max_tokens=1)
-        for k in range(max(count, 1))
+        for k in range(count)
     ]
 
 
@@ -309,7 +309,8 @@ def main() -> None:
         "--warm-up",
         type=int,
         default=None,
-        help="untimed calls before each side's run (default 2 per call slot; 1 as before)",
+        help="untimed calls before each side's run, at least 1 (default 2 per call slot; 1 as "
+        "before)",
     )
     parser.add_argument(
         "--processes",
@@ -330,6 +331,8 @@ def main() -> None:
         "--throughput-only", action="store_true", help="only the throughput table (section 1)"
     )
     args = parser.parse_args()
+    if args.warm_up is not None and args.warm_up < 1:
+        parser.error(f"--warm-up {args.warm_up}: each side needs at least one warm-up call")
 
     out: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:

@@ -169,11 +169,16 @@ def modal_score(scores: NDArray[np.float64]) -> tuple[float, float] | tuple[None
     if len(scores) == 0:
         return None, None
     found: Counter[float] = Counter()
+    nan = 0  # NaN is one value, ranked last, as numpy's unique has it
     for _, block in blocks(scores):  # a block at a time: a million scores are not copied
-        values, counts = np.unique(np.floor(block + 0.5), return_counts=True)
+        rounded = np.floor(block + 0.5)
+        missing = np.isnan(rounded)
+        nan += int(missing.sum())
+        values, counts = np.unique(rounded[~missing], return_counts=True)
         found.update(dict(zip(values.tolist(), counts.tolist(), strict=True)))
-    top = min(found, key=lambda v: (-found[v], v))
-    return float(top), float(found[top]) / len(scores)
+    ranked = [(v, found[v]) for v in sorted(found)] + ([(math.nan, nan)] if nan else [])
+    top, count = max(ranked, key=lambda vc: vc[1])  # the first of the most: the lowest
+    return float(top), float(count) / len(scores)
 
 
 # ---- the report's rubrics ---------------------------------------------------------------------
@@ -214,7 +219,7 @@ def audit_report(
             column = index.column(metric)
             scored = index.present(metric) & ~np.isnan(column)
             every = bool(scored.all())  # then neither is copied
-            scores = _kept(column) if every else spilled(np.array(column[scored], np.float64))
+            scores = _kept(column) if every else spilled(column[scored])
             length = lengths if every else spilled(lengths[scored])
             seen = generators.among(scored)
             release(column, lengths)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -102,7 +103,8 @@ class EvaluatorResult:
         """One result from the results of contiguous shards of the samples, in shard order:
         columns, failures and judgments end to end, corpus rows stacked under one score
         function, usage summed. Each metric's signature is ``merge`` (default
-        :func:`merged_signature`) of the signatures of the parts that scored it (a shard
+        :func:`merged_signature`) of the distinct signatures of the parts that scored it, each
+        once and first seen first (a shard
         whose evaluator crashed, or whose samples all failed, says nothing about how the
         scores were made); when none did, the first part's with options. A crashed shard's
         corpus rows are zeros: its samples have no score, so no statistic reads them."""
@@ -111,13 +113,14 @@ class EvaluatorResult:
         base = next((p for p in parts if any(s.options for s in p.signatures.values())), parts[0])
         signatures = dict(base.signatures)
         for metric in signatures:
-            voters = [
-                p.signatures[metric]
-                for p in parts
-                if metric in p.signatures and any(v is not None for v in p.scores.get(metric, ()))
-            ]
+            voters: dict[tuple[tuple[str, Any], ...], Signature] = {}
+            for p in parts:  # each distinct one once, first seen first, as a run's chunks give
+                if metric in p.signatures and any(v is not None for v in p.scores.get(metric, ())):
+                    voters.setdefault(
+                        tuple(p.signatures[metric].options.items()), p.signatures[metric]
+                    )
             if voters:
-                signatures[metric] = (merge or merged_signature)(voters)
+                signatures[metric] = (merge or merged_signature)(list(voters.values()))
         usage = Usage()
         for part in parts:
             usage += part.usage

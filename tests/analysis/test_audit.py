@@ -34,7 +34,6 @@ from rag_judge.report.model import (
     SampleResult,
     Signature,
 )
-from rag_judge.stats import pages
 
 LENGTHS = [10, 20, 30, 40, 50, 60, 70, 80]
 SCORES: list[float | None] = [1, 2, 2, 3, 3, 4, 5, 5]
@@ -369,36 +368,3 @@ def test_rubrics_on_the_same_answers_share_draws_and_others_keep_their_own() -> 
         kept = [(x, y) for x, y in zip(lengths, column, strict=True) if None not in (x, y)]
         x, y = (np.array(v, dtype=np.float64) for v in zip(*kept, strict=True))
         assert audits[name].length_slope_ci == slope_ci(x, y, resamples=300, seed=4), name
-
-
-def test_the_mode_of_a_mapped_column_a_block_at_a_time() -> None:
-    rng = np.random.default_rng(5)
-    scores = np.round(rng.random(600_000) * 8 + 1) / 2  # 0.5 steps: halves round up
-    column = pages.spilled(scores)
-    assert pages.mapped(column) and len(column) > 2 * pages.BLOCK
-    values, counts = np.unique(np.floor(scores + 0.5), return_counts=True)  # the whole way
-    top = int(np.argmax(counts))
-    assert modal_score(column) == (float(values[top]), float(counts[top]) / len(scores))
-
-
-def test_the_audit_of_an_index_in_files_is_the_audit_in_memory(tmp_path: Path) -> None:
-    """Past a few thousand samples a run's index maps files (``data.column``): the audit
-    reads them where they are, and finds what it finds in memory."""
-    from rag_judge.report.samples import SampleIndex
-
-    rng = np.random.default_rng(2)
-    n = 20_000
-    scores: list[float | None] = [float(v) for v in rng.integers(1, 6, n)]
-    lengths: list[int | None] = [int(v) for v in rng.integers(5, 80, n)]
-    for i in rng.choice(n, 300, replace=False):
-        scores[i] = None  # failed: left out
-    for i in rng.choice(n, 200, replace=False):
-        lengths[i] = None  # no answer: left out
-    report = report_of(scores, lengths, generators=["llama-3"] * n)
-    in_memory = audit_report(report, resamples=50, seed=1)
-    spilled_index = SampleIndex(spill=tmp_path)
-    for r in report.samples:
-        spilled_index.add(r)
-    assert pages.mapped(spilled_index.column("faith"))
-    report._index = (id(report.samples), len(report.samples), spilled_index)
-    assert audit_report(report, resamples=50, seed=1) == in_memory
