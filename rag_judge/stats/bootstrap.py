@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rag_judge.errors import ConfigError
-from rag_judge.stats.pages import mapped, release
+from rag_judge.stats.pages import blocks, mapped, release
 
 __all__ = [
     "CORRECTIONS",
@@ -34,7 +34,6 @@ _CHUNK = 2_000_000  # resampled elements held in memory at once
 _THREADED = 50_000  # rows from which bootstrap_cis spreads its columns over threads
 _MAX_THREADS = 4  # each holds a gathered chunk (_CHUNK floats, 16 MB): the peak stays bounded
 _ROWS = 65_536  # rows of a memory-mapped array read at a time (then their pages let go)
-_VALUES = 262_144  # values of a memory-mapped column weighed at a time (2 MB; fewer cost time)
 
 
 def bootstrap_ci(
@@ -255,10 +254,9 @@ def multiplied(
     products: only where they are made changes)."""
     if not mapped(values):
         return np.multiply(counts, values, out=out)
-    for start in range(0, counts.shape[-1], _VALUES):
-        stop = start + _VALUES
-        np.multiply(counts[..., start:stop], values[start:stop], out=out[..., start:stop])
-        release(values)
+    for start, block in blocks(values):
+        stop = start + len(block)
+        np.multiply(counts[..., start:stop], block, out=out[..., start:stop])
     return out
 
 

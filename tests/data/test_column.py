@@ -22,6 +22,7 @@ from rag_judge.data.rows import RowWriter, line_offsets
 from rag_judge.report import samples as samples_
 from rag_judge.report.samples import Ids
 from rag_judge.stats import bootstrap as bootstrap_
+from rag_judge.stats import pages
 from rag_judge.stats.bootstrap import SumStatistic, exact_sums, summed
 from rag_judge.stats.pages import mapped, release
 
@@ -236,7 +237,7 @@ def test_dump_and_load_copy_arrays_a_block_at_a_time(tmp_path: Path) -> None:
 def test_weighing_a_mapped_column_in_blocks_is_the_whole_product(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bootstrap_, "_VALUES", 7)  # 7 values at a time, pages let go after each
+    monkeypatch.setattr(pages, "BLOCK", 7)  # 7 values at a time, pages let go after each
     monkeypatch.setattr(column_, "TAIL", 4)  # the 50 values in a file
     c = Column(spill=tmp_path)
     values = np.random.default_rng(9).normal(size=50)
