@@ -224,11 +224,12 @@ def audit_report(
             seen = generators.among(scored)
             release(column, lengths)
         found[metric] = (scores, length, seen)
-    intervals = _intervals({m: (length, scores) for m, (scores, length, _) in found.items()},
-                           resamples, report.confidence, seed)  # fmt: skip
+    # The answered samples' lengths and scores, found once: the intervals and the rest read them.
+    answered = {m: _answered(length, scores) for m, (scores, length, _) in found.items()}
+    intervals = _intervals(answered, resamples, report.confidence, seed)
     out = {}
     for metric, (scores, length, seen) in found.items():
-        x, y = _answered(length, scores)
+        x, y = answered[metric]
         mode, share = modal_score(scores)
         summary = report.summary[metric]
         judged = summary.n + summary.errors
@@ -251,14 +252,13 @@ def audit_report(
 
 
 def _intervals(
-    found: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
+    pairs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
     resamples: int,
     confidence: float,
     seed: int,
 ) -> dict[str, tuple[float, float] | None]:
-    """Each rubric's :func:`slope_ci` over its answered samples (lengths, scores); rubrics
-    judged on the same answers share one set of draws (``slopes.grouped``)."""
-    pairs = {m: _answered(x, y) for m, (x, y) in found.items()}
+    """Each rubric's :func:`slope_ci` over its answered samples (``pairs``: lengths, scores);
+    rubrics judged on the same answers share one set of draws (``slopes.grouped``)."""
     out: dict[str, tuple[float, float] | None] = {}
     for x, metrics in grouped({m: x for m, (x, _) in pairs.items()}):
         ys = [pairs[m][1] for m in metrics]
